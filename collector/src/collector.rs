@@ -1,0 +1,330 @@
+//! The per-process collector: an HCCT of allocation contexts, the exact heap
+//! accounting and per-kind totals. Used under an external lock; the hot-path
+//! methods (`on_alloc`, `on_free`, …) do no I/O, never panic and allocate
+//! only through amortised growth of their tables.
+
+use wmhcct_format::{
+    FrameKey, HeapStats, JobSeries, Sample, Tree, DEFAULT_BINS, DEFAULT_EVENT_SAMPLES, NO_CONTEXT,
+    UNTRACED_KIND,
+};
+
+use crate::cursor::Cursor;
+use crate::hcct::{capacity_for, Hcct};
+use crate::heap::Heap;
+use crate::mcct::NONE;
+use crate::ptr_table::{Block, PtrTable};
+use crate::reservoir::Reservoir;
+use crate::series::{Bins, BASE_BIN_NS};
+
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct CollectorConfig {
+    /// Hotness threshold (used by queries; kept for reference).
+    pub phi: f64,
+    /// Space-Saving error: ⌈1/ε⌉ monitored contexts per weight. A
+    /// non-positive or non-finite ε means exact mode.
+    pub epsilon: f64,
+    /// Exact CCT: nothing is ever evicted.
+    pub exact: bool,
+    /// Number of entry-point kinds (length of `totals()`).
+    pub n_kinds: usize,
+}
+
+/// Time series settings, apart from [`CollectorConfig`] so that existing
+/// struct literals of it stay valid.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SeriesConfig {
+    /// Time series bins (`WMHCCT_BINS`); 0: no time series.
+    pub bins: usize,
+    /// Allocation events sampled (`WMHCCT_EVENT_SAMPLES`); 0: none.
+    pub event_samples: usize,
+}
+
+impl Default for SeriesConfig {
+    fn default() -> SeriesConfig {
+        SeriesConfig {
+            bins: DEFAULT_BINS as usize,
+            event_samples: DEFAULT_EVENT_SAMPLES as usize,
+        }
+    }
+}
+
+/// A sampled allocation before its context has a row in a snapshot.
+#[derive(Clone, Copy, Debug)]
+struct RawSample {
+    t_ns: u64,
+    size: u64,
+    node: u32,
+    gen: u32,
+}
+
+#[derive(Debug)]
+pub struct Collector {
+    cfg: CollectorConfig,
+    hcct: Hcct,
+    heap: Heap,
+    ptrs: PtrTable,
+    totals: Vec<(u64, u64)>,
+    untraced: u64,
+    /// Time series; `None` when `bins == 0`.
+    series: Option<Bins>,
+    samples: Reservoir<RawSample>,
+}
+
+impl Collector {
+    /// A collector with the default time series settings.
+    pub fn new(cfg: CollectorConfig) -> Collector {
+        Collector::with_series(cfg, SeriesConfig::default())
+    }
+
+    pub fn with_series(cfg: CollectorConfig, series: SeriesConfig) -> Collector {
+        let capacity = if cfg.exact {
+            None
+        } else {
+            capacity_for(cfg.epsilon)
+        };
+        Collector {
+            cfg,
+            hcct: Hcct::new(capacity),
+            heap: Heap::default(),
+            ptrs: PtrTable::new(),
+            totals: vec![(0, 0); cfg.n_kinds],
+            untraced: 0,
+            series: (series.bins > 0).then(|| Bins::new(series.bins, BASE_BIN_NS)),
+            samples: Reservoir::new(series.event_samples),
+        }
+    }
+
+    pub fn config(&self) -> &CollectorConfig {
+        &self.cfg
+    }
+
+    pub fn hcct(&self) -> &Hcct {
+        &self.hcct
+    }
+
+    /// See [`Hcct::set_prefix_reuse`].
+    pub fn set_prefix_reuse(&mut self, on: bool) {
+        self.hcct.set_prefix_reuse(on);
+    }
+
+    /// Count a call in totals only (e.g. `free(NULL)`, a failed allocation).
+    pub fn count_call(&mut self, kind: u16, bytes: u64) {
+        let k = kind as usize;
+        if k >= self.totals.len() {
+            self.totals.resize(k + 1, (0, 0));
+        }
+        if let Some(t) = self.totals.get_mut(k) {
+            t.0 = t.0.saturating_add(1);
+            t.1 = t.1.saturating_add(bytes);
+        }
+    }
+
+    /// An allocation-type event in context `frames` (return addresses, leaf
+    /// first) + `kind`. `unchanged`: root-side frames identical to this
+    /// cursor's previous event (a hint, verified). `ptr == 0` (failed
+    /// allocation): counted in totals only.
+    #[allow(clippy::too_many_arguments)]
+    pub fn on_alloc(
+        &mut self,
+        cur: &mut Cursor,
+        kind: u16,
+        frames: &[u64],
+        unchanged: usize,
+        ptr: u64,
+        size: u64,
+        t_ns: u64,
+    ) {
+        self.count_call(kind, size);
+        if ptr == 0 {
+            return;
+        }
+        let leaf = self
+            .hcct
+            .record(cur, frames, unchanged, kind as u64, size, self.heap.epoch);
+        self.track(ptr, size, leaf, t_ns);
+    }
+
+    /// An allocation whose stack could not be captured: its context is the
+    /// pseudo-context `root → Kind(0x800 + kind)`.
+    pub fn on_alloc_untraced(&mut self, kind: u16, ptr: u64, size: u64, t_ns: u64) {
+        self.count_call(kind, size);
+        self.untraced = self.untraced.saturating_add(1);
+        if ptr == 0 {
+            return;
+        }
+        let key = UNTRACED_KIND as u64 + kind as u64;
+        let leaf = self.hcct.record_at_root(key, size, self.heap.epoch);
+        self.track(ptr, size, leaf, t_ns);
+    }
+
+    /// A non-allocation event (an MPI call moving `bytes`) in context
+    /// `frames` + `kind`: totals and tree, no heap accounting.
+    #[allow(clippy::too_many_arguments)]
+    pub fn on_event(
+        &mut self,
+        cur: &mut Cursor,
+        kind: u16,
+        frames: &[u64],
+        unchanged: usize,
+        bytes: u64,
+        _t_ns: u64,
+    ) {
+        self.count_call(kind, bytes);
+        self.hcct
+            .record(cur, frames, unchanged, kind as u64, bytes, self.heap.epoch);
+    }
+
+    /// A non-allocation event whose stack could not be captured.
+    pub fn on_event_untraced(&mut self, kind: u16, bytes: u64, _t_ns: u64) {
+        self.count_call(kind, bytes);
+        self.untraced = self.untraced.saturating_add(1);
+        let key = UNTRACED_KIND as u64 + kind as u64;
+        self.hcct.record_at_root(key, bytes, self.heap.epoch);
+    }
+
+    fn track(&mut self, ptr: u64, size: u64, leaf: Option<(u32, u32)>, t_ns: u64) {
+        let (node, gen) = leaf.unwrap_or((NONE, 0));
+        let epoch = self.heap.epoch;
+        if let Some(stale) = self.ptrs.insert(ptr, Block { size, node, gen }) {
+            // The address was handed out again without a free we saw.
+            self.hcct
+                .discharge(stale.node, stale.gen, stale.size, epoch);
+            self.heap.shrink(stale.size);
+        }
+        let epoch = self.heap.epoch;
+        let before = self.heap.live;
+        self.hcct.charge(node, gen, size, epoch);
+        self.heap.grow(size, t_ns);
+        if let Some(b) = &mut self.series {
+            b.on_alloc(t_ns, size, before, self.heap.live);
+        }
+        self.samples.offer(RawSample {
+            t_ns,
+            size,
+            node,
+            gen,
+        });
+    }
+
+    /// A free-type event: counted in `kind`'s totals (bytes: the block's
+    /// size, when known). Returns the block's size if known.
+    pub fn on_free(&mut self, kind: u16, ptr: u64, t_ns: u64) -> Option<u64> {
+        let size = self.release(ptr, t_ns);
+        self.count_call(kind, size.unwrap_or(0));
+        size
+    }
+
+    /// Like `on_free`, but counts nothing in totals (the release half of realloc).
+    pub fn release(&mut self, ptr: u64, t_ns: u64) -> Option<u64> {
+        if ptr == 0 {
+            return None;
+        }
+        match self.ptrs.remove(ptr) {
+            Some(b) => {
+                if let Some(s) = &mut self.series {
+                    s.on_release(t_ns, self.heap.live);
+                }
+                self.hcct.discharge(b.node, b.gen, b.size, self.heap.epoch);
+                self.heap.shrink(b.size);
+                Some(b.size)
+            }
+            None => {
+                self.heap.unknown_frees = self.heap.unknown_frees.saturating_add(1);
+                None
+            }
+        }
+    }
+
+    /// An MPI call at `t_ns` (ns since tracer start), for the time series.
+    pub fn record_mpi_event(&mut self, t_ns: u64) {
+        if let Some(s) = &mut self.series {
+            s.on_mpi(t_ns, self.heap.live);
+        }
+    }
+
+    /// The time series so far, `None` when off (`bins == 0`). `now_ns`: the
+    /// time of the snapshot since tracer start (the series is extended to
+    /// it); `start_unix_ns`: the tracer start on the wall clock (the origin
+    /// of the axis). Sample contexts are rows of the tree that
+    /// [`Collector::snapshot_tree`] returns.
+    pub fn series_snapshot(&self, now_ns: u64, start_unix_ns: u64) -> Option<JobSeries> {
+        let mut bins = self.series.clone()?;
+        bins.advance(now_ns, self.heap.live);
+        let rows = self.hcct.snapshot_rows();
+        let mut samples: Vec<Sample> = self
+            .samples
+            .items()
+            .iter()
+            .map(|s| Sample {
+                t_ns: s.t_ns,
+                size: s.size,
+                context: self.row_of(&rows, s.node, s.gen),
+            })
+            .collect();
+        samples.sort_by_key(|s| (s.t_ns, s.size, s.context));
+        Some(crate::job_series::process_series(
+            &bins,
+            start_unix_ns,
+            self.heap.peak,
+            samples,
+            self.samples.seen(),
+        ))
+    }
+
+    fn row_of(&self, rows: &[u32], node: u32, gen: u32) -> u32 {
+        if node == NONE || !self.hcct.is_live(node, gen) {
+            return NO_CONTEXT;
+        }
+        rows.get(node as usize).copied().unwrap_or(NO_CONTEXT)
+    }
+
+    /// Forget the cursor of an exiting thread.
+    pub fn release_cursor(&mut self, cur: &mut Cursor) {
+        self.hcct.release_cursor(cur, self.heap.epoch);
+    }
+
+    pub fn snapshot_tree(&self, name: &str, resolve: &mut dyn FnMut(u64) -> FrameKey) -> Tree {
+        self.hcct.snapshot(name, resolve, self.heap.epoch)
+    }
+
+    pub fn heap_stats(&self) -> HeapStats {
+        let ev = self.hcct.evicted();
+        HeapStats {
+            peak_bytes: self.heap.peak,
+            live_bytes: self.heap.live,
+            live_blocks: self.heap.live_blocks,
+            evicted_live_bytes: ev.live,
+            evicted_peak_bytes: ev.at_peak(self.heap.epoch),
+            unknown_frees: self.heap.unknown_frees,
+            peak_time_ns: self.heap.peak_time_ns,
+        }
+    }
+
+    /// Exact per-kind (count, bytes), in kind order (at least `n_kinds` entries).
+    pub fn totals(&self) -> Vec<(u64, u64)> {
+        self.totals.clone()
+    }
+
+    /// Events recorded without a stack.
+    pub fn untraced_events(&self) -> u64 {
+        self.untraced
+    }
+
+    pub fn memory_bytes(&self) -> u64 {
+        self.hcct.memory_bytes()
+            + self.ptrs.memory_bytes()
+            + (self.totals.capacity() * std::mem::size_of::<(u64, u64)>()) as u64
+            + self.series.as_ref().map_or(0, Bins::memory_bytes)
+            + self.samples.memory_bytes()
+            + std::mem::size_of::<Collector>() as u64
+    }
+
+    pub fn ptr_table_peak(&self) -> u64 {
+        self.ptrs.peak() as u64
+    }
+
+    /// Live blocks in the pointer table.
+    pub fn live_blocks(&self) -> usize {
+        self.ptrs.len()
+    }
+}

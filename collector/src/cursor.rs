@@ -1,0 +1,45 @@
+//! A thread's position in an HCCT: the node path of its previous event.
+
+/// The MCCT node path of a thread's previous event, root side first (the
+/// root itself excluded; the last node is the context's item node), and the
+/// frame keys along it. The item node is pinned in its tree, so the whole
+/// path stays valid until the cursor moves or is released.
+#[derive(Clone, Debug, Default)]
+pub struct Cursor {
+    /// Id of the tree the path belongs to (0: none).
+    pub(crate) owner: u64,
+    /// Frame keys, root side first (one per path node except the item).
+    pub(crate) keys: Vec<u64>,
+    /// Node indices: `keys.len()` frame nodes, then the item node.
+    pub(crate) path: Vec<u32>,
+    /// Generation of the item node.
+    pub(crate) leaf_gen: u32,
+}
+
+impl Cursor {
+    pub fn new() -> Cursor {
+        Cursor::default()
+    }
+
+    /// Depth of the current context (frames plus the item node), 0 when unset.
+    pub fn depth(&self) -> usize {
+        self.path.len()
+    }
+
+    /// The node path, root side first.
+    pub fn path(&self) -> &[u32] {
+        &self.path
+    }
+
+    pub(crate) fn clear(&mut self) {
+        self.owner = 0;
+        self.keys.clear();
+        self.path.clear();
+        self.leaf_gen = 0;
+    }
+
+    /// The item node and its generation.
+    pub(crate) fn leaf(&self) -> Option<(u32, u32)> {
+        self.path.last().map(|&l| (l, self.leaf_gen))
+    }
+}

@@ -1,0 +1,456 @@
+//! The hot calling context tree: an MCCT whose items (full contexts) are
+//! counted by a weighted Space-Saving over two weights at once (events and
+//! bytes), pruned on line by Algorithm 1, plus per-context live bytes.
+//!
+//! Space-Saving details (per weight, capacity ⌈1/ε⌉):
+//! - a monitored item's counter grows by the weight;
+//! - an unmonitored item enters a free slot if any (exact counter), else it
+//!   replaces the minimum victim of that weight's lazy queue with
+//!   `est = min + w` (standard Space-Saving, so the minimum never decreases
+//!   and every unmonitored item's true value stays below it). The error is
+//!   `min` for a fresh item; an item still in the tree because it is
+//!   monitored in the other weight (or pinned) and evicted from this weight
+//!   earlier keeps its lower bound `old_est - old_err`, so `err = min - that`
+//!   (tighter, still valid: its true value did not change while unmonitored);
+//! - an unmonitored item that stays in the tree reports its frozen counter,
+//!   an upper bound (true value unchanged since its eviction);
+//! - weight-0 updates of unmonitored items are skipped (no-op for the truth);
+//! - an item monitored in neither weight, that is a leaf and not pinned by a
+//!   cursor, is pruned together with its unmonitored leaf ancestors.
+//!
+//! Exact mode keeps every item with exact counters (an exact CCT).
+
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use wmhcct_format::{FrameKey, Node as OutNode, Tree, MONITORED_BYTES, MONITORED_COUNT, NO_PARENT};
+
+use crate::cursor::Cursor;
+use crate::heap::LiveCell;
+use crate::mcct::{Mcct, EXACT_SLOT, F_SEEN, NONE, ROOT};
+use crate::space_saving::LazyQueue;
+
+static NEXT_ID: AtomicU64 = AtomicU64::new(1);
+
+/// Largest Space-Saving capacity accepted (per weight).
+pub const MAX_CAPACITY: usize = 1 << 24;
+
+/// Space-Saving capacity for `epsilon`: ⌈1/ε⌉, or `None` (exact) for a
+/// non-positive or non-finite ε.
+pub fn capacity_for(epsilon: f64) -> Option<usize> {
+    if epsilon.is_nan() || epsilon <= 0.0 || !epsilon.is_finite() {
+        return None;
+    }
+    let c = (1.0 / epsilon).ceil();
+    Some(if c >= MAX_CAPACITY as f64 {
+        MAX_CAPACITY
+    } else {
+        (c as usize).max(1)
+    })
+}
+
+#[derive(Debug)]
+pub struct Hcct {
+    id: u64,
+    tree: Mcct,
+    /// `None`: exact mode.
+    queues: Option<[LazyQueue; 2]>,
+    /// Live bytes of pruned contexts.
+    evicted: LiveCell,
+    /// Stream lengths per weight.
+    stream: [u64; 2],
+    /// Start descents below the cursor's unchanged prefix (off: from the root).
+    reuse_prefix: bool,
+}
+
+impl Hcct {
+    /// `capacity`: monitored items per weight; `None` for an exact CCT.
+    pub fn new(capacity: Option<usize>) -> Hcct {
+        Hcct {
+            id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
+            tree: Mcct::new(),
+            queues: capacity.map(|c| [LazyQueue::new(c), LazyQueue::new(c)]),
+            evicted: LiveCell::default(),
+            stream: [0; 2],
+            reuse_prefix: true,
+        }
+    }
+
+    /// Turns prefix-aware descent off (every descent starts at the root)
+    /// or on (the default). Results are identical; only the cost differs.
+    pub fn set_prefix_reuse(&mut self, on: bool) {
+        self.reuse_prefix = on;
+    }
+
+    pub fn capacity(&self) -> Option<usize> {
+        self.queues.as_ref().map(|q| q[0].capacity())
+    }
+
+    /// Nodes in the MCCT, root included.
+    pub fn node_count(&self) -> usize {
+        self.tree.len()
+    }
+
+    pub fn tree(&self) -> &Mcct {
+        &self.tree
+    }
+
+    pub fn evicted(&self) -> &LiveCell {
+        &self.evicted
+    }
+
+    /// Stream lengths (events, bytes).
+    pub fn stream(&self) -> (u64, u64) {
+        (self.stream[0], self.stream[1])
+    }
+
+    pub fn memory_bytes(&self) -> u64 {
+        self.tree.memory_bytes()
+            + self
+                .queues
+                .as_ref()
+                .map_or(0, |q| q[0].memory_bytes() + q[1].memory_bytes())
+    }
+
+    /// Is the cursor's path a valid, pinned path of this tree?
+    fn cursor_valid(&self, cur: &Cursor) -> bool {
+        if cur.owner != self.id || cur.path.len() != cur.keys.len() + 1 {
+            return false;
+        }
+        match cur.leaf() {
+            Some((l, g)) => self
+                .tree
+                .get(l)
+                .is_some_and(|n| n.gen == g && n.pins > 0 && n.is_item()),
+            None => false,
+        }
+    }
+
+    /// Records one event of context `frames` (leaf first) + `item_key`,
+    /// with weights (1, `bytes`). Returns the item node and its generation.
+    ///
+    /// The descent starts below the deepest node of the cursor's previous
+    /// path whose frames are unchanged. `unchanged` is the caller's hint; the
+    /// collector checks it against the keys the cursor kept (a contiguous
+    /// compare, cheap next to the tree walk) so a wrong hint cannot corrupt
+    /// the tree, and reuses the longest verified common prefix.
+    pub fn record(
+        &mut self,
+        cur: &mut Cursor,
+        frames: &[u64],
+        unchanged: usize,
+        item_key: u64,
+        bytes: u64,
+        epoch: u64,
+    ) -> Option<(u32, u32)> {
+        let old = if self.cursor_valid(cur) {
+            cur.leaf()
+        } else {
+            cur.clear();
+            None
+        };
+        let n = frames.len();
+        let mut start = 0;
+        if old.is_some() && self.reuse_prefix {
+            let limit = n.min(cur.keys.len());
+            let hinted = unchanged.min(limit);
+            let same = |d: usize| cur.keys[d] == frames[n - 1 - d];
+            // Verify the hinted prefix, then extend it while frames agree.
+            start = (0..hinted).find(|&d| !same(d)).unwrap_or(hinted);
+            if start == hinted {
+                while start < limit && same(start) {
+                    start += 1;
+                }
+            }
+        }
+        cur.keys.truncate(start);
+        cur.path.truncate(start);
+        let mut node = if start == 0 {
+            ROOT
+        } else {
+            cur.path[start - 1]
+        };
+        let mut failed = false;
+        for d in start..n {
+            let key = frames[n - 1 - d];
+            match self.tree.child(node, key, false) {
+                Some(c) => {
+                    node = c;
+                    cur.keys.push(key);
+                    cur.path.push(c);
+                }
+                None => {
+                    failed = true;
+                    break;
+                }
+            }
+        }
+        let leaf = if failed {
+            None
+        } else {
+            self.tree.child(node, item_key, true)
+        };
+        let result = leaf.and_then(|l| {
+            let n = self.tree.get_mut(l)?;
+            n.pins = n.pins.saturating_add(1);
+            let gen = n.gen;
+            cur.path.push(l);
+            cur.leaf_gen = gen;
+            cur.owner = self.id;
+            Some((l, gen))
+        });
+        if result.is_none() {
+            cur.clear();
+        }
+        if let Some((l, _)) = result {
+            self.update(l, bytes, epoch);
+        } else {
+            self.count_stream(bytes);
+        }
+        if let Some((l, g)) = old {
+            self.unpin(l, g, epoch);
+        }
+        // Nodes created for a path that failed midway are pruned here.
+        if result.is_none() && node != ROOT {
+            self.prune_upward(node, epoch);
+        }
+        result
+    }
+
+    /// Records one event of the context `root → item_key` (no cursor).
+    pub fn record_at_root(&mut self, item_key: u64, bytes: u64, epoch: u64) -> Option<(u32, u32)> {
+        let Some(l) = self.tree.child(ROOT, item_key, true) else {
+            self.count_stream(bytes);
+            return None;
+        };
+        let gen = self.tree.get(l)?.gen;
+        self.update(l, bytes, epoch);
+        // Weight 1 always leaves the item monitored for count, so it survives.
+        self.tree.get(l).map(|_| (l, gen))
+    }
+
+    fn count_stream(&mut self, bytes: u64) {
+        self.stream[0] = self.stream[0].saturating_add(1);
+        self.stream[1] = self.stream[1].saturating_add(bytes);
+    }
+
+    /// Space-Saving update of item `item` with weights (1, bytes).
+    fn update(&mut self, item: u32, bytes: u64, epoch: u64) {
+        self.count_stream(bytes);
+        let weights = [1u64, bytes];
+        let mut victims = [NONE; 2];
+        for (w, &wt) in weights.iter().enumerate() {
+            let Some(node) = self.tree.get(item) else {
+                return;
+            };
+            let slot = node.slot[w];
+            let seen = node.flags & F_SEEN[w] != 0;
+            let Some(queues) = self.queues.as_mut() else {
+                // Exact mode: every item monitored, exact counters.
+                if let Some(n) = self.tree.get_mut(item) {
+                    n.est[w] = n.est[w].saturating_add(wt);
+                    n.slot[w] = EXACT_SLOT;
+                    n.flags |= F_SEEN[w];
+                }
+                continue;
+            };
+            let q = &mut queues[w];
+            if slot != NONE {
+                if let Some(n) = self.tree.get_mut(item) {
+                    n.est[w] = n.est[w].saturating_add(wt);
+                }
+                continue;
+            }
+            if wt == 0 {
+                continue;
+            }
+            if let Some(s) = q.push(item) {
+                if let Some(n) = self.tree.get_mut(item) {
+                    n.est[w] = n.est[w].saturating_add(wt);
+                    n.slot[w] = s;
+                    n.flags |= F_SEEN[w];
+                }
+                continue;
+            }
+            let tree = &self.tree;
+            let Some((s, min)) = q.find_min(|i| tree.est(i, w)) else {
+                continue;
+            };
+            let victim = q.items().get(s as usize).copied().unwrap_or(NONE);
+            let Some(n) = self.tree.get_mut(item) else {
+                continue;
+            };
+            // Standard Space-Saving estimate (keeps the minimum monotone, so
+            // every unmonitored item stays below it); the error shrinks to
+            // the distance to a known lower bound when the node kept one.
+            let lower = if seen {
+                n.est[w] - n.err[w].min(n.est[w])
+            } else {
+                0
+            };
+            let est = min.saturating_add(wt);
+            let err = min - lower.min(min);
+            n.est[w] = est;
+            n.err[w] = err;
+            n.slot[w] = s;
+            n.flags |= F_SEEN[w];
+            q.replace(s, item, est);
+            if let Some(v) = self.tree.get_mut(victim) {
+                v.slot[w] = NONE;
+            }
+            victims[w] = victim;
+        }
+        for v in victims {
+            if v != NONE {
+                self.prune_upward(v, epoch);
+            }
+        }
+    }
+
+    /// Algorithm 1: remove `v` and its ancestors while they are dead leaves.
+    fn prune_upward(&mut self, mut v: u32, epoch: u64) {
+        while v != ROOT {
+            let Some(n) = self.tree.get_mut(v) else {
+                return;
+            };
+            if !n.is_dead() {
+                return;
+            }
+            let mut cell = n.cell;
+            self.evicted.absorb(&mut cell, epoch);
+            match self.tree.remove_leaf(v) {
+                Some(p) => v = p,
+                None => return,
+            }
+        }
+    }
+
+    fn unpin(&mut self, l: u32, gen: u32, epoch: u64) {
+        if let Some(n) = self.tree.get_gen_mut(l, gen) {
+            n.pins = n.pins.saturating_sub(1);
+            if n.pins == 0 {
+                self.prune_upward(l, epoch);
+            }
+        }
+    }
+
+    /// Forget a cursor (its thread exits): unpin its context.
+    pub fn release_cursor(&mut self, cur: &mut Cursor, epoch: u64) {
+        if self.cursor_valid(cur) {
+            if let Some((l, g)) = cur.leaf() {
+                self.unpin(l, g, epoch);
+            }
+        }
+        cur.clear();
+    }
+
+    /// Adds `bytes` to the live bytes of node (`node`, `gen`), or of the
+    /// evicted aggregate when that node is gone.
+    pub fn charge(&mut self, node: u32, gen: u32, bytes: u64, epoch: u64) {
+        match self.tree.get_gen_mut(node, gen) {
+            Some(n) => n.cell.add(bytes, epoch),
+            None => self.evicted.add(bytes, epoch),
+        }
+    }
+
+    /// Removes `bytes` from the live bytes of (`node`, `gen`) or of the evicted aggregate.
+    pub fn discharge(&mut self, node: u32, gen: u32, bytes: u64, epoch: u64) {
+        match self.tree.get_gen_mut(node, gen) {
+            Some(n) => n.cell.sub(bytes, epoch),
+            None => self.evicted.sub(bytes, epoch),
+        }
+    }
+
+    /// Upper bound on the weight-`w` value of an item never maintained in
+    /// `w` since it entered the tree: the exact queue minimum when full.
+    fn floor(&self, w: usize) -> u64 {
+        match &self.queues {
+            Some(q) if q[w].is_full() => q[w].scan_min(|i| self.tree.est(i, w)).unwrap_or(0),
+            _ => 0,
+        }
+    }
+
+    /// The preorder and, per arena slot, the row the node gets in
+    /// [`Hcct::snapshot`] (`NO_PARENT` for no row).
+    fn rows(&self) -> (Vec<u32>, Vec<u32>) {
+        let order = self.tree.preorder();
+        let mut index = vec![NO_PARENT; self.tree.memory_slots()];
+        let mut next = 0u32;
+        for &i in &order {
+            let Some(n) = self.tree.get(i) else { continue };
+            if i != ROOT && index.get(n.parent as usize).is_none_or(|&p| p == NO_PARENT) {
+                continue;
+            }
+            if let Some(x) = index.get_mut(i as usize) {
+                *x = next;
+                next += 1;
+            }
+        }
+        (order, index)
+    }
+
+    /// Per arena slot, the row of the node in the next [`Hcct::snapshot`]
+    /// (`NO_PARENT` when it gets none).
+    pub fn snapshot_rows(&self) -> Vec<u32> {
+        self.rows().1
+    }
+
+    /// Is `node` alive with generation `gen` (not evicted since)?
+    pub fn is_live(&self, node: u32, gen: u32) -> bool {
+        self.tree.get(node).is_some_and(|n| n.gen == gen)
+    }
+
+    /// The tree in the shared profile format. `resolve` maps return
+    /// addresses; item keys `k` become `FrameKey::Kind(k)`. `epoch` is the
+    /// heap's current peak epoch.
+    pub fn snapshot(
+        &self,
+        name: &str,
+        resolve: &mut dyn FnMut(u64) -> FrameKey,
+        epoch: u64,
+    ) -> Tree {
+        let floors = [self.floor(0), self.floor(1)];
+        let (order, index) = self.rows();
+        let mut nodes = Vec::with_capacity(order.len());
+        for i in order {
+            let Some(n) = self.tree.get(i) else { continue };
+            if index.get(i as usize).is_none_or(|&r| r == NO_PARENT) {
+                continue;
+            }
+            let mut out = OutNode::root();
+            if i != ROOT {
+                out.parent = index.get(n.parent as usize).copied().unwrap_or(NO_PARENT);
+                out.key = if n.is_item() {
+                    FrameKey::Kind(n.key as u16)
+                } else {
+                    resolve(n.key)
+                };
+            }
+            if n.is_item() {
+                let mut vals = [(0u64, 0u64); 2];
+                for (w, v) in vals.iter_mut().enumerate() {
+                    *v = if n.monitored(w) || n.flags & F_SEEN[w] != 0 {
+                        (n.est[w], n.err[w].min(n.est[w]))
+                    } else {
+                        (floors[w], floors[w])
+                    };
+                }
+                (out.count, out.count_err) = vals[0];
+                (out.bytes, out.bytes_err) = vals[1];
+                out.flags = if n.monitored(0) { MONITORED_COUNT } else { 0 }
+                    | if n.monitored(1) { MONITORED_BYTES } else { 0 };
+            }
+            out.live_bytes = n.cell.live;
+            out.peak_live_bytes = n.cell.at_peak(epoch);
+            nodes.push(out);
+        }
+        Tree {
+            name: name.to_string(),
+            total_count: self.stream[0],
+            total_bytes: self.stream[1],
+            capacity: self.capacity().map_or(0, |c| c as u32),
+            nodes,
+            spread: Vec::new(),
+            floor: None,
+        }
+    }
+}

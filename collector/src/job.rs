@@ -1,0 +1,253 @@
+//! Merging profiles of the ranks of a job (or of any set of processes).
+//!
+//! The tree merge is the mergeable-summaries rule for Space-Saving, kept
+//! rigorous: for each context and weight, every summary gives an interval
+//! `[count - count_err, count]` holding the true value; a summary that does
+//! not hold the context bounds it by its *floor* (its smallest monitored
+//! counter when full, else 0). The merged interval is the sum of the
+//! intervals, so the true value always lies within `[count - count_err,
+//! count]` of the merged tree, and the estimate never undercounts. When more
+//! contexts than the capacity remain, the ones with the largest estimates in
+//! either weight are kept and the largest dropped estimate raises the merged
+//! floor. Contexts are matched by their path of (module, offset) keys, so
+//! ranks with different load addresses merge correctly.
+
+use std::collections::HashMap;
+
+use crate::job_series::{self, Limits};
+use crate::merge::merge_trees_evicted;
+
+use wmhcct_format::{
+    FrameKey, HeapStats, JobSeries, KindTotal, Module, Node, NodeSpread, Profile, RankSummary,
+    Spread, Tree, UnwindStats, NO_CONTEXT,
+};
+
+/// Turn one process's profile into a job part: per-rank summary and spreads.
+pub fn as_job_part(mut p: Profile, rank: u32) -> Profile {
+    if !p.ranks.is_empty() {
+        return p;
+    }
+    for t in &mut p.trees {
+        t.spread = t
+            .nodes
+            .iter()
+            .map(|n| {
+                if is_context(n) {
+                    NodeSpread {
+                        count: Spread::single(n.count, rank),
+                        bytes: Spread::single(n.bytes, rank),
+                    }
+                } else {
+                    NodeSpread::default()
+                }
+            })
+            .collect();
+    }
+    p.ranks = vec![RankSummary {
+        rank,
+        hostname: p.meta.hostname.clone(),
+        pid: p.meta.pid,
+        reason: p.meta.reason.clone(),
+        totals: p.totals.clone(),
+        heap: p.heap.clone(),
+        unwind: p.unwind.clone(),
+        tracer: p.tracer.clone(),
+        threads: p.meta.threads,
+    }];
+    p.meta.rank = Some(rank);
+    let limits = Limits::from_config(&p.config, p.meta.nranks);
+    p.series = p
+        .series
+        .take()
+        .map(|s| job_series::as_job_part(s, rank, limits.bins));
+    p
+}
+
+/// Set the job-level fields once every rank is merged in.
+pub fn finish(p: &mut Profile, nranks: u32) {
+    p.meta.nranks = Some(nranks);
+    p.meta.rank = None;
+    p.ranks.sort_by_key(|r| r.rank);
+}
+
+fn is_context(n: &Node) -> bool {
+    matches!(n.key, FrameKey::Kind(_))
+}
+
+/// Merge two job parts (disjoint sets of ranks). `capacity`: monitored
+/// contexts kept per weight (0: keep everything, exact mode).
+pub fn merge(a: Profile, b: Profile, capacity: usize) -> Profile {
+    let mut out = a;
+    // Modules: b's indices remapped into a's table.
+    let mut index: HashMap<(String, String), u32> = out
+        .modules
+        .iter()
+        .enumerate()
+        .map(|(i, m)| ((m.path.clone(), m.build_id.clone()), i as u32))
+        .collect();
+    let remap: Vec<u32> = b
+        .modules
+        .iter()
+        .map(|m: &Module| {
+            *index
+                .entry((m.path.clone(), m.build_id.clone()))
+                .or_insert_with(|| {
+                    out.modules.push(m.clone());
+                    (out.modules.len() - 1) as u32
+                })
+        })
+        .collect();
+    let mut evicted = (0u64, 0u64);
+    // Sample contexts are rows of trees[0]: keep the inputs' to map them.
+    let old_a = out.trees.first().cloned();
+    let mut old_b: Option<Tree> = None;
+    for bt in &b.trees {
+        let bt = remap_tree(bt, &remap);
+        if old_a.as_ref().is_some_and(|t| t.name == bt.name) {
+            old_b = Some(bt.clone());
+        }
+        match out.trees.iter_mut().find(|t| t.name == bt.name) {
+            Some(at) => {
+                let (t, ev) = merge_trees_evicted(at, &bt, capacity);
+                *at = t;
+                evicted.0 += ev.0;
+                evicted.1 += ev.1;
+            }
+            None => out.trees.push(bt),
+        }
+    }
+    out.totals = merge_totals(&out.totals, &b.totals);
+    out.heap = add_heap(&out.heap, &b.heap);
+    out.heap.evicted_live_bytes += evicted.0;
+    out.heap.evicted_peak_bytes += evicted.1;
+    out.unwind = add_unwind(&out.unwind, &b.unwind);
+    out.tracer.collector_bytes += b.tracer.collector_bytes;
+    out.tracer.ptr_table_peak = out.tracer.ptr_table_peak.max(b.tracer.ptr_table_peak);
+    out.tracer.untraced_events += b.tracer.untraced_events;
+    out.meta.threads += b.meta.threads;
+    out.meta.start_unix_ns = out.meta.start_unix_ns.min(b.meta.start_unix_ns);
+    out.meta.end_unix_ns = out.meta.end_unix_ns.max(b.meta.end_unix_ns);
+    out.ranks.extend(b.ranks);
+    out.series = merge_series(
+        out.series.take(),
+        b.series,
+        old_a.as_ref(),
+        old_b.as_ref(),
+        out.trees.first(),
+        &Limits::from_config(&out.config, out.meta.nranks),
+    );
+    out
+}
+
+/// Merge the parts' series, with sample contexts moved to the merged tree.
+fn merge_series(
+    a: Option<JobSeries>,
+    b: Option<JobSeries>,
+    old_a: Option<&Tree>,
+    old_b: Option<&Tree>,
+    merged: Option<&Tree>,
+    limits: &Limits,
+) -> Option<JobSeries> {
+    let remap = |s: Option<JobSeries>, old: Option<&Tree>| {
+        s.map(|mut s| {
+            let rows = match (old, merged) {
+                (Some(o), Some(m)) => row_map(o, m),
+                _ => Vec::new(),
+            };
+            job_series::remap_contexts(&mut s, &|r| {
+                rows.get(r as usize).copied().unwrap_or(NO_CONTEXT)
+            });
+            s
+        })
+    };
+    match (remap(a, old_a), remap(b, old_b)) {
+        (Some(a), Some(b)) => Some(job_series::merge(a, b, limits)),
+        (a, b) => a.or(b),
+    }
+}
+
+/// For each row of `old`, the row of the same context (same key path from
+/// the root) in `new`, or `NO_CONTEXT`.
+pub fn row_map(old: &Tree, new: &Tree) -> Vec<u32> {
+    let mut children: HashMap<(u32, FrameKey), u32> = HashMap::with_capacity(new.nodes.len());
+    for (i, n) in new.nodes.iter().enumerate().skip(1) {
+        children.insert((n.parent, n.key), i as u32);
+    }
+    let mut map = vec![NO_CONTEXT; old.nodes.len()];
+    for (i, n) in old.nodes.iter().enumerate() {
+        map[i] = if i == 0 {
+            if new.nodes.is_empty() {
+                NO_CONTEXT
+            } else {
+                0
+            }
+        } else {
+            match map.get(n.parent as usize) {
+                Some(&p) if p != NO_CONTEXT => {
+                    children.get(&(p, n.key)).copied().unwrap_or(NO_CONTEXT)
+                }
+                _ => NO_CONTEXT,
+            }
+        };
+    }
+    map
+}
+
+fn remap_tree(t: &Tree, remap: &[u32]) -> Tree {
+    let mut t = t.clone();
+    for n in &mut t.nodes {
+        if let FrameKey::Addr { module, offset } = n.key {
+            n.key = FrameKey::Addr {
+                module: remap.get(module as usize).copied().unwrap_or(module),
+                offset,
+            };
+        }
+    }
+    t
+}
+
+fn merge_totals(a: &[KindTotal], b: &[KindTotal]) -> Vec<KindTotal> {
+    let mut out = a.to_vec();
+    for t in b {
+        match out.iter_mut().find(|o| o.kind == t.kind) {
+            Some(o) => {
+                o.count += t.count;
+                o.bytes += t.bytes;
+            }
+            None => out.push(t.clone()),
+        }
+    }
+    out
+}
+
+/// Heap figures of a set of ranks: sums (the peak is the sum of the ranks'
+/// own peaks; `RankSummary` keeps each rank's).
+fn add_heap(a: &HeapStats, b: &HeapStats) -> HeapStats {
+    HeapStats {
+        peak_bytes: a.peak_bytes + b.peak_bytes,
+        live_bytes: a.live_bytes + b.live_bytes,
+        live_blocks: a.live_blocks + b.live_blocks,
+        evicted_live_bytes: a.evicted_live_bytes + b.evicted_live_bytes,
+        evicted_peak_bytes: a.evicted_peak_bytes + b.evicted_peak_bytes,
+        unknown_frees: a.unknown_frees + b.unknown_frees,
+        peak_time_ns: a.peak_time_ns.max(b.peak_time_ns),
+    }
+}
+
+fn add_unwind(a: &UnwindStats, b: &UnwindStats) -> UnwindStats {
+    UnwindStats {
+        mode: if a.mode.is_empty() {
+            b.mode.clone()
+        } else {
+            a.mode.clone()
+        },
+        events: a.events + b.events,
+        frames_unwound: a.frames_unwound + b.frames_unwound,
+        frames_reused: a.frames_reused + b.frames_reused,
+        validated: a.validated + b.validated,
+        correct: a.correct + b.correct,
+        reseeds: a.reseeds + b.reseeds,
+        truncated: a.truncated + b.truncated,
+        errors: a.errors + b.errors,
+    }
+}

@@ -1,0 +1,228 @@
+//! Merging two HCCT summaries (two processes, or two ranks of a job).
+//!
+//! The rule is the mergeable-summaries merge of Agarwal et al. applied to the
+//! *lower bounds* of Space-Saving, per weight (count, bytes):
+//!
+//! 1. Contexts are matched by their full key path root → item.
+//! 2. Each input bounds every context: a held context by
+//!    `[count - count_err, count]`, an absent one by `[0, floor]` where the
+//!    floor is the input's `Tree::floor`, or, when unset, its smallest
+//!    monitored counter if all `capacity` counters are in use (else 0).
+//!    So for input `i`, `lo ≤ true ≤ lo + Δ_i` with `Δ_i` its floor.
+//! 3. The merged context gets `lo = lo_a + lo_b` and `hi = hi_a + hi_b`
+//!    (absent sides contribute `[0, floor]`): `true ∈ [lo, hi]` still.
+//! 4. If more than `capacity` contexts remain, `k` = the (capacity+1)-th
+//!    largest `lo`; a context stays monitored in that weight iff `lo > k`
+//!    (Agarwal's "subtract k and drop those ≤ 0"; at most `capacity`
+//!    survive). Instead of reporting the reduced counter `lo - k`, the merged
+//!    node reports the un-reduced bounds: `count = hi`, `count_err = hi - lo`,
+//!    so the estimate stays an overestimate and `true ∈ [count - err, count]`.
+//!    The subtracted mass goes into the merged floor: `floor = Δ_a + Δ_b + k`
+//!    bounds every context that is not held (a dropped one has
+//!    `true ≤ lo + Δ ≤ k + Δ`). With input capacities ≥ 1/ε and
+//!    `capacity ≥ 1/ε`, `Δ_a + Δ_b ≤ ε(N_a + N_b)` and `k ≤ N/(capacity+1)`,
+//!    so every context above `2ε(N_a + N_b)` survives.
+//! 5. A context is kept if monitored in either weight; frames are kept when
+//!    they lead to a kept context; the tree is rebuilt in topological order.
+//!
+//! `capacity == 0` keeps everything (exact merge). Live and at-peak bytes are
+//! added; those of dropped contexts are returned apart (the caller adds them
+//! to `HeapStats::evicted_*`). Per-rank spreads (`Tree::spread`, parallel to
+//! the nodes, possibly empty) are merged node by node: they are exact over the
+//! ranks that kept a context.
+
+use std::collections::HashMap;
+
+use wmhcct_format::{
+    FrameKey, Node, NodeSpread, Tree, MONITORED_BYTES, MONITORED_COUNT, NO_PARENT,
+};
+
+fn is_context(n: &Node) -> bool {
+    matches!(n.key, FrameKey::Kind(_))
+}
+
+/// Upper bounds (count, bytes) on the true value of a context `t` does not hold.
+pub fn floors(t: &Tree) -> (u64, u64) {
+    if let Some(f) = t.floor {
+        return f;
+    }
+    if t.capacity == 0 {
+        return (0, 0);
+    }
+    let floor = |flag: u8, value: fn(&Node) -> u64| {
+        let mut n = 0usize;
+        let mut min = u64::MAX;
+        for x in t
+            .nodes
+            .iter()
+            .filter(|x| is_context(x) && x.flags & flag != 0)
+        {
+            n += 1;
+            min = min.min(value(x));
+        }
+        if n >= t.capacity as usize {
+            min
+        } else {
+            0
+        }
+    };
+    (
+        floor(MONITORED_COUNT, |n| n.count),
+        floor(MONITORED_BYTES, |n| n.bytes),
+    )
+}
+
+#[derive(Clone, Copy, Default)]
+struct Acc {
+    lo: [u64; 2],
+    hi: [u64; 2],
+    live: u64,
+    peak: u64,
+    flags: u8,
+    seen: [bool; 2],
+    spread: NodeSpread,
+}
+
+/// Merges two trees; see the module documentation for the rule.
+pub fn merge_trees(a: &Tree, b: &Tree, capacity: usize) -> Tree {
+    merge_trees_evicted(a, b, capacity).0
+}
+
+/// As [`merge_trees`], also returning the (live, at-peak) bytes of the
+/// contexts dropped by the capacity limit.
+pub fn merge_trees_evicted(a: &Tree, b: &Tree, capacity: usize) -> (Tree, (u64, u64)) {
+    let fl = [floors(a), floors(b)];
+    let mut keys: Vec<(u32, FrameKey)> = vec![(NO_PARENT, FrameKey::Root)];
+    let mut acc: Vec<Acc> = vec![Acc::default()];
+    let mut lookup: HashMap<(u32, FrameKey), u32> = HashMap::new();
+    for (side, t) in [a, b].into_iter().enumerate() {
+        let mut map = vec![u32::MAX; t.nodes.len()];
+        if let Some(m) = map.first_mut() {
+            *m = 0;
+        }
+        for (i, n) in t.nodes.iter().enumerate().skip(1) {
+            let Some(&parent) = map.get(n.parent as usize).filter(|&&p| p != u32::MAX) else {
+                continue; // malformed: parent not before child
+            };
+            let id = *lookup.entry((parent, n.key)).or_insert_with(|| {
+                keys.push((parent, n.key));
+                acc.push(Acc::default());
+                (keys.len() - 1) as u32
+            });
+            map[i] = id;
+            let x = &mut acc[id as usize];
+            let vals = [(n.count, n.count_err), (n.bytes, n.bytes_err)];
+            for (w, (est, err)) in vals.into_iter().enumerate() {
+                x.lo[w] = x.lo[w].saturating_add(est - err.min(est));
+                x.hi[w] = x.hi[w].saturating_add(est);
+            }
+            x.live = x.live.saturating_add(n.live_bytes);
+            x.peak = x.peak.saturating_add(n.peak_live_bytes);
+            x.flags |= n.flags;
+            x.seen[side] = true;
+            if let Some(s) = t.spread.get(i) {
+                x.spread = NodeSpread {
+                    count: x.spread.count.merge(s.count),
+                    bytes: x.spread.bytes.merge(s.bytes),
+                };
+            }
+        }
+    }
+    let contexts: Vec<usize> = (0..keys.len())
+        .filter(|&i| matches!(keys[i].1, FrameKey::Kind(_)))
+        .collect();
+    for &id in &contexts {
+        let x = &mut acc[id];
+        for (side, f) in fl.iter().enumerate() {
+            if !x.seen[side] {
+                x.hi[0] = x.hi[0].saturating_add(f.0);
+                x.hi[1] = x.hi[1].saturating_add(f.1);
+            }
+        }
+    }
+    let delta = [
+        fl[0].0.saturating_add(fl[1].0),
+        fl[0].1.saturating_add(fl[1].1),
+    ];
+    let mut keep = vec![false; keys.len()];
+    let mut floor = delta;
+    if capacity == 0 || contexts.len() <= capacity {
+        for &id in &contexts {
+            keep[id] = true;
+        }
+    } else {
+        let flags = [MONITORED_COUNT, MONITORED_BYTES];
+        for w in 0..2 {
+            let mut lows: Vec<u64> = contexts.iter().map(|&id| acc[id].lo[w]).collect();
+            lows.sort_unstable_by(|x, y| y.cmp(x));
+            let k = lows.get(capacity).copied().unwrap_or(0);
+            floor[w] = floor[w].saturating_add(k);
+            for &id in &contexts {
+                if acc[id].lo[w] > k {
+                    acc[id].flags |= flags[w];
+                    keep[id] = true;
+                } else {
+                    acc[id].flags &= !flags[w];
+                }
+            }
+        }
+    }
+    let mut dropped = (0u64, 0u64);
+    for &id in &contexts {
+        if !keep[id] {
+            dropped.0 = dropped.0.saturating_add(acc[id].live);
+            dropped.1 = dropped.1.saturating_add(acc[id].peak);
+        }
+    }
+    // Frames leading to kept contexts stay (ids are parents-first).
+    keep[0] = true;
+    for id in (1..keys.len()).rev() {
+        if keep[id] {
+            if let Some(p) = keep.get_mut(keys[id].0 as usize) {
+                *p = true;
+            }
+        }
+    }
+    let mut new_id = vec![NO_PARENT; keys.len()];
+    let mut nodes = Vec::new();
+    let mut spread = Vec::new();
+    let with_spread = !a.spread.is_empty() || !b.spread.is_empty();
+    for id in 0..keys.len() {
+        if !keep[id] {
+            continue;
+        }
+        let (parent, key) = keys[id];
+        let x = &acc[id];
+        let mut n = Node::root();
+        n.parent = new_id.get(parent as usize).copied().unwrap_or(NO_PARENT);
+        n.key = key;
+        if matches!(key, FrameKey::Kind(_)) {
+            n.count = x.hi[0];
+            n.count_err = x.hi[0] - x.lo[0].min(x.hi[0]);
+            n.bytes = x.hi[1];
+            n.bytes_err = x.hi[1] - x.lo[1].min(x.hi[1]);
+            n.flags = x.flags & (MONITORED_COUNT | MONITORED_BYTES);
+        }
+        n.live_bytes = x.live;
+        n.peak_live_bytes = x.peak;
+        new_id[id] = nodes.len() as u32;
+        nodes.push(n);
+        if with_spread {
+            spread.push(x.spread);
+        }
+    }
+    let tree = Tree {
+        name: a.name.clone(),
+        total_count: a.total_count.saturating_add(b.total_count),
+        total_bytes: a.total_bytes.saturating_add(b.total_bytes),
+        capacity: u32::try_from(capacity).unwrap_or(u32::MAX),
+        nodes,
+        spread,
+        floor: if capacity == 0 && floor == [0, 0] {
+            None
+        } else {
+            Some((floor[0], floor[1]))
+        },
+    };
+    (tree, dropped)
+}

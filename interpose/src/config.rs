@@ -1,0 +1,370 @@
+//! Configuration from `WMHCCT_*` environment variables. Every value is
+//! validated: a bad one yields a message naming the variable and the accepted
+//! values, and the default is used.
+
+use std::path::PathBuf;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum UnwindMode {
+    /// Count-only interposition, no stacks (benchmark floor).
+    None,
+    /// DWARF CFI unwinding of every frame.
+    Full,
+    /// Frame-pointer walking.
+    Fp,
+    /// Heuristic: stop at the first frame matching the previous stack.
+    First,
+    /// Heuristic: stop after two consecutive matching frames.
+    Second,
+}
+
+impl UnwindMode {
+    pub const ACCEPTED: &'static str = "none, full, fp, first, second";
+
+    pub fn parse(s: &str) -> Option<UnwindMode> {
+        Some(match s {
+            "none" => UnwindMode::None,
+            "full" => UnwindMode::Full,
+            "fp" => UnwindMode::Fp,
+            "first" => UnwindMode::First,
+            "second" => UnwindMode::Second,
+            _ => return None,
+        })
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            UnwindMode::None => "none",
+            UnwindMode::Full => "full",
+            UnwindMode::Fp => "fp",
+            UnwindMode::First => "first",
+            UnwindMode::Second => "second",
+        }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct Config {
+    /// Report path as given in WMHCCT_OUT (None: the default name).
+    pub out: Option<PathBuf>,
+    pub phi: f64,
+    pub epsilon: f64,
+    pub unwind: UnwindMode,
+    pub max_depth: usize,
+    pub exact: bool,
+    /// Full unwind every this many events per thread (0: never).
+    pub reseed_every: u64,
+    /// Full unwind when the thread was idle longer than this (0: never).
+    pub reseed_gap_ns: u64,
+    /// Fraction of heuristic stacks checked against a full unwind.
+    pub validate: f64,
+    /// The `wmhcct` binary used to convert the profile at exit.
+    pub bin: Option<PathBuf>,
+    /// Where MPI ranks that do not reach MPI_Finalize leave their profiles.
+    pub spill_dir: Option<PathBuf>,
+    /// Time-series bins per rank (0: no series).
+    pub bins: u32,
+    /// Ranks whose full series the job report keeps.
+    pub rank_series: u32,
+    /// Allocation events sampled per rank (reservoir).
+    pub event_samples: u32,
+}
+
+pub const DEFAULT_PHI: f64 = 1e-4;
+pub const DEFAULT_MAX_DEPTH: usize = 128;
+pub const DEFAULT_RESEED: u64 = 1000;
+pub const DEFAULT_RESEED_GAP_US: u64 = 10_000;
+pub const DEFAULT_VALIDATE: f64 = 0.001;
+pub const DEFAULT_UNWIND: UnwindMode = UnwindMode::Second;
+pub const DEFAULT_BINS: u32 = 1024;
+pub const DEFAULT_RANK_SERIES: u32 = 1024;
+pub const DEFAULT_EVENT_SAMPLES: u32 = 10_000;
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            out: None,
+            phi: DEFAULT_PHI,
+            epsilon: DEFAULT_PHI / 5.0,
+            unwind: DEFAULT_UNWIND,
+            max_depth: DEFAULT_MAX_DEPTH,
+            exact: false,
+            reseed_every: DEFAULT_RESEED,
+            reseed_gap_ns: DEFAULT_RESEED_GAP_US * 1000,
+            validate: DEFAULT_VALIDATE,
+            bin: None,
+            spill_dir: None,
+            bins: DEFAULT_BINS,
+            rank_series: DEFAULT_RANK_SERIES,
+            event_samples: DEFAULT_EVENT_SAMPLES,
+        }
+    }
+}
+
+fn bad(var: &str, value: &str, accepted: &str) -> String {
+    format!("{var}={value:?} is not valid: expected {accepted}; using the default")
+}
+
+fn parse_f64_in(
+    var: &str,
+    value: &str,
+    ok: impl Fn(f64) -> bool,
+    accepted: &str,
+    warnings: &mut Vec<String>,
+) -> Option<f64> {
+    match value.trim().parse::<f64>() {
+        Ok(v) if v.is_finite() && ok(v) => Some(v),
+        _ => {
+            warnings.push(bad(var, value, accepted));
+            None
+        }
+    }
+}
+
+fn parse_u64_in(
+    var: &str,
+    value: &str,
+    range: std::ops::RangeInclusive<u64>,
+    accepted: &str,
+    warnings: &mut Vec<String>,
+) -> Option<u64> {
+    match value.trim().parse::<u64>() {
+        Ok(v) if range.contains(&v) => Some(v),
+        _ => {
+            warnings.push(bad(var, value, accepted));
+            None
+        }
+    }
+}
+
+impl Config {
+    /// Parse the configuration from a variable lookup (the environment in the
+    /// tracer, a map in tests). Returns the configuration and one message per
+    /// rejected setting.
+    pub fn from_lookup(get: impl Fn(&str) -> Option<String>) -> (Config, Vec<String>) {
+        let mut c = Config::default();
+        let mut w = Vec::new();
+        if let Some(v) = get("WMHCCT_OUT") {
+            if v.is_empty() {
+                w.push(bad("WMHCCT_OUT", &v, "a file path"));
+            } else {
+                c.out = Some(PathBuf::from(v));
+            }
+        }
+        if let Some(v) = get("WMHCCT_PHI") {
+            if let Some(x) = parse_f64_in(
+                "WMHCCT_PHI",
+                &v,
+                |x| x > 0.0 && x < 1.0,
+                "a number with 0 < phi < 1 (default 1e-4)",
+                &mut w,
+            ) {
+                c.phi = x;
+            }
+        }
+        c.epsilon = c.phi / 5.0;
+        if let Some(v) = get("WMHCCT_EPSILON") {
+            let phi = c.phi;
+            if let Some(x) = parse_f64_in(
+                "WMHCCT_EPSILON",
+                &v,
+                |x| x > 0.0 && x <= phi && 1.0 / x <= 1e8,
+                "a number with 1e-8 <= epsilon <= phi (default phi/5)",
+                &mut w,
+            ) {
+                c.epsilon = x;
+            }
+        }
+        if let Some(v) = get("WMHCCT_UNWIND") {
+            match UnwindMode::parse(v.trim()) {
+                Some(m) => c.unwind = m,
+                None => w.push(bad("WMHCCT_UNWIND", &v, UnwindMode::ACCEPTED)),
+            }
+        }
+        if let Some(v) = get("WMHCCT_MAX_DEPTH") {
+            if let Some(x) = parse_u64_in(
+                "WMHCCT_MAX_DEPTH",
+                &v,
+                1..=1024,
+                "an integer from 1 to 1024 (default 128)",
+                &mut w,
+            ) {
+                c.max_depth = x as usize;
+            }
+        }
+        for (var, range, accepted, field) in [
+            (
+                "WMHCCT_BINS",
+                0..=1_048_576,
+                "an integer from 0 (no time series) to 1048576 (default 1024)",
+                &mut c.bins,
+            ),
+            (
+                "WMHCCT_RANK_SERIES",
+                0..=1_048_576,
+                "an integer from 0 to 1048576 (default 1024)",
+                &mut c.rank_series,
+            ),
+            (
+                "WMHCCT_EVENT_SAMPLES",
+                0..=10_000_000,
+                "an integer from 0 to 10000000 (default 10000)",
+                &mut c.event_samples,
+            ),
+        ] {
+            if let Some(v) = get(var) {
+                if let Some(x) = parse_u64_in(var, &v, range, accepted, &mut w) {
+                    *field = x as u32;
+                }
+            }
+        }
+        if let Some(v) = get("WMHCCT_EXACT") {
+            match v.trim() {
+                "1" | "true" | "yes" => c.exact = true,
+                "0" | "false" | "no" | "" => c.exact = false,
+                _ => w.push(bad("WMHCCT_EXACT", &v, "0 or 1 (default 0)")),
+            }
+        }
+        if let Some(v) = get("WMHCCT_RESEED") {
+            if let Some(x) = parse_u64_in(
+                "WMHCCT_RESEED",
+                &v,
+                0..=u64::MAX,
+                "a non-negative integer, 0 to disable (default 1000)",
+                &mut w,
+            ) {
+                c.reseed_every = x;
+            }
+        }
+        if let Some(v) = get("WMHCCT_RESEED_GAP_US") {
+            if let Some(x) = parse_u64_in(
+                "WMHCCT_RESEED_GAP_US",
+                &v,
+                0..=u64::MAX / 1000,
+                "a non-negative integer of microseconds, 0 to disable (default 10000)",
+                &mut w,
+            ) {
+                c.reseed_gap_ns = x * 1000;
+            }
+        }
+        if let Some(v) = get("WMHCCT_VALIDATE") {
+            if let Some(x) = parse_f64_in(
+                "WMHCCT_VALIDATE",
+                &v,
+                |x| (0.0..=1.0).contains(&x),
+                "a fraction from 0 to 1 (default 0.001)",
+                &mut w,
+            ) {
+                c.validate = x;
+            }
+        }
+        if let Some(v) = get("WMHCCT_BIN") {
+            if !v.is_empty() {
+                c.bin = Some(PathBuf::from(v));
+            }
+        }
+        if let Some(v) = get("WMHCCT_SPILL_DIR") {
+            if v.is_empty() {
+                w.push(bad("WMHCCT_SPILL_DIR", &v, "a directory path"));
+            } else {
+                c.spill_dir = Some(PathBuf::from(v));
+            }
+        }
+        (c, w)
+    }
+
+    /// Space-Saving capacity per weight: ⌈1/ε⌉.
+    pub fn capacity(&self) -> usize {
+        (1.0 / self.epsilon).ceil() as usize
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashMap;
+
+    fn parse(pairs: &[(&str, &str)]) -> (Config, Vec<String>) {
+        let m: HashMap<String, String> = pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        Config::from_lookup(|k| m.get(k).cloned())
+    }
+
+    #[test]
+    fn defaults() {
+        let (c, w) = parse(&[]);
+        assert!(w.is_empty());
+        assert_eq!(c.phi, 1e-4);
+        assert!((c.epsilon - 2e-5).abs() < 1e-12);
+        assert_eq!(c.capacity(), 50_000);
+        assert_eq!(c.max_depth, 128);
+        assert_eq!(c.unwind, UnwindMode::Second);
+    }
+
+    #[test]
+    fn good_values() {
+        let (c, w) = parse(&[
+            ("WMHCCT_PHI", "0.01"),
+            ("WMHCCT_EPSILON", "0.001"),
+            ("WMHCCT_UNWIND", "fp"),
+            ("WMHCCT_MAX_DEPTH", "64"),
+            ("WMHCCT_EXACT", "1"),
+            ("WMHCCT_OUT", "/tmp/x.h5"),
+            ("WMHCCT_BINS", "0"),
+            ("WMHCCT_RANK_SERIES", "16"),
+            ("WMHCCT_EVENT_SAMPLES", "500"),
+        ]);
+        assert!(w.is_empty(), "{w:?}");
+        assert_eq!((c.bins, c.rank_series, c.event_samples), (0, 16, 500));
+        assert_eq!((c.phi, c.epsilon, c.max_depth), (0.01, 0.001, 64));
+        assert_eq!(c.unwind, UnwindMode::Fp);
+        assert!(c.exact);
+        assert_eq!(c.out, Some(PathBuf::from("/tmp/x.h5")));
+    }
+
+    #[test]
+    fn bad_values_name_the_variable_and_keep_defaults() {
+        for (var, val) in [
+            ("WMHCCT_PHI", "abc"),
+            ("WMHCCT_PHI", "-1"),
+            ("WMHCCT_PHI", "1.5"),
+            ("WMHCCT_PHI", "NaN"),
+            ("WMHCCT_PHI", ""),
+            ("WMHCCT_EPSILON", "2"),
+            ("WMHCCT_UNWIND", "bogus"),
+            ("WMHCCT_MAX_DEPTH", "-3"),
+            ("WMHCCT_MAX_DEPTH", "0"),
+            ("WMHCCT_MAX_DEPTH", "99999"),
+            ("WMHCCT_EXACT", "maybe"),
+            ("WMHCCT_RESEED", "x"),
+            ("WMHCCT_RESEED_GAP_US", "-5"),
+            ("WMHCCT_VALIDATE", "2"),
+            ("WMHCCT_OUT", ""),
+            ("WMHCCT_BINS", "-1"),
+            ("WMHCCT_BINS", "lots"),
+            ("WMHCCT_RANK_SERIES", "99999999"),
+            ("WMHCCT_EVENT_SAMPLES", "1e4"),
+        ] {
+            let (c, w) = parse(&[(var, val)]);
+            assert_eq!(w.len(), 1, "{var}={val}: {w:?}");
+            assert!(w[0].contains(var) && w[0].contains("expected"), "{}", w[0]);
+            let d = Config::default();
+            assert_eq!(
+                (c.phi, c.max_depth, c.unwind),
+                (d.phi, d.max_depth, d.unwind)
+            );
+            assert_eq!(
+                (c.bins, c.rank_series, c.event_samples),
+                (1024, 1024, 10_000)
+            );
+        }
+    }
+
+    #[test]
+    fn epsilon_defaults_to_phi_over_five() {
+        let (c, _) = parse(&[("WMHCCT_PHI", "0.001")]);
+        assert!((c.epsilon - 0.0002).abs() < 1e-12);
+    }
+}

@@ -1,0 +1,13 @@
+//! errno, saved around the tracer's work so the program sees glibc's value.
+
+/// Current errno.
+pub fn get() -> i32 {
+    // SAFETY: __errno_location returns this thread's errno slot.
+    unsafe { *libc::__errno_location() }
+}
+
+/// Set errno.
+pub fn set(v: i32) {
+    // SAFETY: __errno_location returns this thread's errno slot.
+    unsafe { *libc::__errno_location() = v }
+}

@@ -1,0 +1,436 @@
+//! Every `extern "C"` symbol libwmhcct.so exports. Each is a few lines: call
+//! glibc, then hand the event to the core API in `tracer`, keeping errno as
+//! glibc left it.
+
+use std::ffi::{c_int, c_void};
+
+use wmhcct_format::AllocKind;
+
+use crate::guard::Guard;
+use crate::{errno, mpi, real, tracer};
+
+#[inline(always)]
+fn record(kind: AllocKind, p: *mut c_void, size: usize) {
+    if let Some(g) = Guard::acquire() {
+        let e = errno::get();
+        tracer::on_alloc(&g, kind, p, size);
+        errno::set(e);
+    }
+}
+
+#[no_mangle]
+pub extern "C" fn malloc(size: usize) -> *mut c_void {
+    // SAFETY: glibc's malloc has no preconditions.
+    let p = unsafe { real::__libc_malloc(size) };
+    record(AllocKind::Malloc, p, size);
+    p
+}
+
+#[no_mangle]
+pub extern "C" fn calloc(n: usize, size: usize) -> *mut c_void {
+    // SAFETY: glibc's calloc has no preconditions (it checks overflow).
+    let p = unsafe { real::__libc_calloc(n, size) };
+    record(AllocKind::Calloc, p, n.wrapping_mul(size));
+    p
+}
+
+/// # Safety
+/// As for C `realloc`.
+#[no_mangle]
+pub unsafe extern "C" fn realloc(old: *mut c_void, size: usize) -> *mut c_void {
+    // SAFETY (both calls): the caller passes NULL or a live block.
+    match Guard::acquire() {
+        Some(g) => tracer::on_realloc(&g, AllocKind::Realloc, old, size, || unsafe {
+            real::__libc_realloc(old, size)
+        }),
+        None => unsafe { real::__libc_realloc(old, size) },
+    }
+}
+
+/// # Safety
+/// As for C `reallocarray`.
+#[no_mangle]
+pub unsafe extern "C" fn reallocarray(old: *mut c_void, n: usize, size: usize) -> *mut c_void {
+    // SAFETY (both calls): the caller passes NULL or a live block.
+    match Guard::acquire() {
+        Some(g) => tracer::on_realloc(
+            &g,
+            AllocKind::Reallocarray,
+            old,
+            // On overflow glibc fails and keeps `old`: never "size 0".
+            n.checked_mul(size).unwrap_or(usize::MAX),
+            || unsafe { real::reallocarray(old, n, size) },
+        ),
+        None => unsafe { real::reallocarray(old, n, size) },
+    }
+}
+
+/// # Safety
+/// As for C `free`.
+#[no_mangle]
+pub unsafe extern "C" fn free(p: *mut c_void) {
+    if let Some(g) = Guard::acquire() {
+        let e = errno::get();
+        tracer::on_free(&g, p);
+        errno::set(e);
+    }
+    // SAFETY: the caller passes NULL or a live block.
+    unsafe { real::__libc_free(p) }
+}
+
+/// # Safety
+/// As for C `posix_memalign`.
+#[no_mangle]
+pub unsafe extern "C" fn posix_memalign(out: *mut *mut c_void, align: usize, size: usize) -> c_int {
+    // SAFETY: the caller passes a writable `out`.
+    let rc = unsafe { real::posix_memalign(out, align, size) };
+    // SAFETY: on success glibc stored the block in `out`.
+    let p = if rc == 0 {
+        unsafe { *out }
+    } else {
+        std::ptr::null_mut()
+    };
+    record(AllocKind::PosixMemalign, p, size);
+    rc
+}
+
+#[no_mangle]
+pub extern "C" fn aligned_alloc(align: usize, size: usize) -> *mut c_void {
+    let p = real::aligned_alloc(align, size);
+    record(AllocKind::AlignedAlloc, p, size);
+    p
+}
+
+#[no_mangle]
+pub extern "C" fn memalign(align: usize, size: usize) -> *mut c_void {
+    // SAFETY: glibc's memalign validates its arguments.
+    let p = unsafe { real::__libc_memalign(align, size) };
+    record(AllocKind::Memalign, p, size);
+    p
+}
+
+#[no_mangle]
+pub extern "C" fn valloc(size: usize) -> *mut c_void {
+    // SAFETY: glibc's valloc has no preconditions.
+    let p = unsafe { real::__libc_valloc(size) };
+    record(AllocKind::Valloc, p, size);
+    p
+}
+
+#[no_mangle]
+pub extern "C" fn pvalloc(size: usize) -> *mut c_void {
+    // SAFETY: glibc's pvalloc has no preconditions.
+    let p = unsafe { real::__libc_pvalloc(size) };
+    record(AllocKind::Pvalloc, p, size);
+    p
+}
+
+type DlcloseFn = unsafe extern "C" fn(*mut c_void) -> c_int;
+
+/// `dlclose`: after glibc unloads the object, the module table is re-read
+/// so its unwind tables are never used for addresses reused by later loads.
+/// (`dlopen` is not wrapped: it searches paths relative to its caller; new
+/// objects are picked up when an unwind meets an unknown address.)
+///
+/// # Safety
+/// As for C `dlclose`.
+#[no_mangle]
+pub unsafe extern "C" fn dlclose(handle: *mut c_void) -> c_int {
+    static REAL: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let mut f = REAL.load(std::sync::atomic::Ordering::Acquire);
+    if f == 0 {
+        let _g = Guard::acquire();
+        // SAFETY: NUL-terminated name; RTLD_NEXT finds glibc's dlclose.
+        f = unsafe { libc::dlsym(libc::RTLD_NEXT, c"dlclose".as_ptr()) } as usize;
+        REAL.store(f, std::sync::atomic::Ordering::Release);
+    }
+    if f == 0 {
+        return -1;
+    }
+    // SAFETY: `f` is glibc's dlclose; the caller passes a handle from dlopen.
+    let rc = unsafe { std::mem::transmute::<usize, DlcloseFn>(f)(handle) };
+    let e = errno::get();
+    if let Some(g) = Guard::acquire() {
+        if let Some(t) = tracer::get(&g) {
+            tracer::refresh_modules(t);
+        }
+    }
+    errno::set(e);
+    rc
+}
+
+// ---------------------------------------------------------------------------
+// MPI. Every wrapper is generated from the table in `mpi_table.rs`; C and
+// Fortran wrappers call the same `mpi::event`.
+
+/// C parameter type of a table kind.
+macro_rules! c_type {
+    (P) => {
+        usize
+    };
+    (I) => {
+        c_int
+    };
+    (H) => {
+        usize
+    };
+    (A) => {
+        isize
+    };
+}
+
+/// The five Fortran manglings of one routine, all calling `$imp`.
+macro_rules! fortran_names {
+    ($lower:literal, $upper:literal, ($($p:ident),*), $imp:path) => {
+        const _: () = {
+            #[export_name = concat!($lower, "_")]
+            unsafe extern "C" fn f1($($p: usize,)* ierr: *mut c_int) { unsafe { $imp($($p,)* ierr) } }
+            #[export_name = concat!($lower, "__")]
+            unsafe extern "C" fn f2($($p: usize,)* ierr: *mut c_int) { unsafe { $imp($($p,)* ierr) } }
+            #[export_name = $lower]
+            unsafe extern "C" fn f3($($p: usize,)* ierr: *mut c_int) { unsafe { $imp($($p,)* ierr) } }
+            #[export_name = $upper]
+            unsafe extern "C" fn f4($($p: usize,)* ierr: *mut c_int) { unsafe { $imp($($p,)* ierr) } }
+            #[export_name = concat!($lower, "_f08_")]
+            unsafe extern "C" fn f5($($p: usize,)* ierr: *mut c_int) { unsafe { $imp($($p,)* ierr) } }
+        };
+    };
+}
+
+/// Which argument is the Alloc_mem/Free_mem base pointer (0 for others).
+macro_rules! base_arg {
+    (base, $v:expr) => {
+        $v
+    };
+    ($other:ident, $v:expr) => {
+        0usize
+    };
+}
+
+macro_rules! mpi_wrappers {
+    ($( ($c:ident, $pmpi:literal, $lower:literal, $upper:literal, $kind:literal,
+         ($($p:ident : $t:ident),*), $bytes:ident($($b:ident),*)); )*) => {
+        $(
+            #[allow(non_snake_case)]
+            mod $c {
+                use super::*;
+                use std::sync::atomic::AtomicUsize;
+
+                static REAL_C: AtomicUsize = AtomicUsize::new(0);
+                static REAL_F: AtomicUsize = AtomicUsize::new(0);
+
+                /// # Safety
+                /// As for the MPI routine.
+                #[export_name = stringify!($c)]
+                pub unsafe extern "C" fn c_wrapper($($p: c_type!($t)),*) -> c_int {
+                    let name = unsafe { std::ffi::CStr::from_bytes_with_nul_unchecked(concat!($pmpi, "\0").as_bytes()) };
+                    let f = mpi::next_symbol(&REAL_C, name);
+                    if f == 0 { mpi::missing(name) }
+                    let base = 0usize $(+ base_arg!($p, $p as usize))*;
+                    mpi::event(
+                        $kind,
+                        base,
+                        || mpi::bytes::$bytes(mpi::Abi::C $(, $b as usize)*),
+                        // SAFETY: `f` is the PMPI routine with this C signature.
+                        || unsafe {
+                            std::mem::transmute::<usize, unsafe extern "C" fn($(c_type!($t)),*) -> c_int>(f)($($p),*)
+                        },
+                    )
+                }
+
+                /// # Safety
+                /// As for the Fortran MPI routine.
+                pub unsafe fn fortran($($p: usize,)* ierr: *mut c_int) {
+                    let name = unsafe { std::ffi::CStr::from_bytes_with_nul_unchecked(concat!("p", $lower, "_\0").as_bytes()) };
+                    let f = mpi::next_symbol(&REAL_F, name);
+                    if f == 0 { mpi::missing(name) }
+                    let base = 0usize $(+ base_arg!($p, $p))*;
+                    let mut local: c_int = 0;
+                    let err = if ierr.is_null() { &mut local as *mut c_int } else { ierr };
+                    mpi::event(
+                        $kind,
+                        base,
+                        || mpi::bytes::$bytes(mpi::Abi::Fortran $(, $b)*),
+                        // SAFETY: `f` is the Fortran PMPI routine: all by reference.
+                        || unsafe {
+                            std::mem::transmute::<usize, unsafe extern "C" fn($(mpi_f_param!($p),)* *mut c_int)>(f)($($p,)* err);
+                            *err
+                        },
+                    );
+                }
+
+                fortran_names!($lower, $upper, ($($p),*), fortran);
+            }
+        )*
+    };
+}
+
+macro_rules! mpi_f_param {
+    ($p:ident) => {
+        usize
+    };
+}
+
+crate::mpi_calls!(mpi_wrappers);
+
+// MPI life cycle: not events, but where the job's report is taken.
+
+static PMPI_INIT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+static PMPI_INIT_THREAD: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+static PMPI_FINALIZE: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+static PMPI_ABORT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+fn pmpi(cache: &std::sync::atomic::AtomicUsize, name: &std::ffi::CStr) -> usize {
+    match mpi::next_symbol(cache, name) {
+        0 => mpi::missing(name),
+        f => f,
+    }
+}
+
+/// # Safety
+/// As for `MPI_Init`.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Init(argc: *mut c_int, argv: *mut c_void) -> c_int {
+    let f = pmpi(&PMPI_INIT, c"PMPI_Init");
+    // SAFETY: PMPI_Init(int*, char***).
+    let rc = unsafe {
+        std::mem::transmute::<usize, unsafe extern "C" fn(*mut c_int, *mut c_void) -> c_int>(f)(
+            argc, argv,
+        )
+    };
+    if rc == 0 {
+        mpi::after_init();
+    }
+    rc
+}
+
+/// # Safety
+/// As for `MPI_Init_thread`.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Init_thread(
+    argc: *mut c_int,
+    argv: *mut c_void,
+    required: c_int,
+    provided: *mut c_int,
+) -> c_int {
+    let f = pmpi(&PMPI_INIT_THREAD, c"PMPI_Init_thread");
+    // SAFETY: PMPI_Init_thread(int*, char***, int, int*).
+    let rc = unsafe {
+        std::mem::transmute::<
+            usize,
+            unsafe extern "C" fn(*mut c_int, *mut c_void, c_int, *mut c_int) -> c_int,
+        >(f)(argc, argv, required, provided)
+    };
+    if rc == 0 {
+        mpi::after_init();
+    }
+    rc
+}
+
+#[no_mangle]
+pub extern "C" fn MPI_Finalize() -> c_int {
+    mpi::before_finalize();
+    let f = pmpi(&PMPI_FINALIZE, c"PMPI_Finalize");
+    // SAFETY: PMPI_Finalize(void).
+    unsafe { std::mem::transmute::<usize, unsafe extern "C" fn() -> c_int>(f)() }
+}
+
+/// # Safety
+/// As for `MPI_Abort`.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Abort(comm: usize, code: c_int) -> c_int {
+    mpi::before_abort();
+    let f = pmpi(&PMPI_ABORT, c"PMPI_Abort");
+    // SAFETY: PMPI_Abort(MPI_Comm, int); the handle is passed through.
+    unsafe {
+        std::mem::transmute::<usize, unsafe extern "C" fn(usize, c_int) -> c_int>(f)(comm, code)
+    }
+}
+
+mod fortran_lifecycle {
+    use super::*;
+    static F_INIT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    static F_INIT_THREAD: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    static F_FINALIZE: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    static F_ABORT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+    fn err_slot(ierr: *mut c_int, local: &mut c_int) -> *mut c_int {
+        if ierr.is_null() {
+            local
+        } else {
+            ierr
+        }
+    }
+
+    /// # Safety
+    /// As for Fortran `MPI_INIT(IERROR)`; `ierr` may be NULL.
+    pub unsafe fn init(ierr: *mut c_int) {
+        let f = pmpi(&F_INIT, c"pmpi_init_");
+        let mut local = 0;
+        let e = err_slot(ierr, &mut local);
+        // SAFETY: pmpi_init_(INTEGER* ierror).
+        unsafe { std::mem::transmute::<usize, unsafe extern "C" fn(*mut c_int)>(f)(e) };
+        // SAFETY: `e` points at an INTEGER.
+        if unsafe { *e } == 0 {
+            mpi::after_init();
+        }
+    }
+
+    /// # Safety
+    /// As for Fortran `MPI_INIT_THREAD(REQUIRED, PROVIDED, IERROR)`.
+    pub unsafe fn init_thread(required: usize, provided: usize, ierr: *mut c_int) {
+        let f = pmpi(&F_INIT_THREAD, c"pmpi_init_thread_");
+        let mut local = 0;
+        let e = err_slot(ierr, &mut local);
+        // SAFETY: pmpi_init_thread_(INTEGER*, INTEGER*, INTEGER*).
+        unsafe {
+            std::mem::transmute::<usize, unsafe extern "C" fn(usize, usize, *mut c_int)>(f)(
+                required, provided, e,
+            )
+        };
+        // SAFETY: `e` points at an INTEGER.
+        if unsafe { *e } == 0 {
+            mpi::after_init();
+        }
+    }
+
+    /// # Safety
+    /// As for Fortran `MPI_FINALIZE(IERROR)`.
+    pub unsafe fn finalize(ierr: *mut c_int) {
+        mpi::before_finalize();
+        let f = pmpi(&F_FINALIZE, c"pmpi_finalize_");
+        let mut local = 0;
+        // SAFETY: pmpi_finalize_(INTEGER*).
+        unsafe {
+            std::mem::transmute::<usize, unsafe extern "C" fn(*mut c_int)>(f)(err_slot(
+                ierr, &mut local,
+            ))
+        };
+    }
+
+    /// # Safety
+    /// As for Fortran `MPI_ABORT(COMM, ERRORCODE, IERROR)`.
+    pub unsafe fn abort(comm: usize, code: usize, ierr: *mut c_int) {
+        mpi::before_abort();
+        let f = pmpi(&F_ABORT, c"pmpi_abort_");
+        let mut local = 0;
+        // SAFETY: pmpi_abort_(INTEGER*, INTEGER*, INTEGER*).
+        unsafe {
+            std::mem::transmute::<usize, unsafe extern "C" fn(usize, usize, *mut c_int)>(f)(
+                comm,
+                code,
+                err_slot(ierr, &mut local),
+            )
+        };
+    }
+
+    fortran_names!("mpi_init", "MPI_INIT", (), init);
+    fortran_names!(
+        "mpi_init_thread",
+        "MPI_INIT_THREAD",
+        (required, provided),
+        init_thread
+    );
+    fortran_names!("mpi_finalize", "MPI_FINALIZE", (), finalize);
+    fortran_names!("mpi_abort", "MPI_ABORT", (comm, code), abort);
+}

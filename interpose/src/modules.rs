@@ -1,0 +1,260 @@
+//! Loaded objects, found with `dl_iterate_phdr`: their unwind tables (copied
+//! out of memory, so a later `dlclose` can never leave the unwinder reading
+//! unmapped pages) and their identity for the report.
+
+use std::ffi::{c_int, c_void, CStr};
+use std::ops::Range;
+
+use wmhcct_format::Module;
+use wmhcct_unwinder::ModuleData;
+
+/// One loaded object as seen in memory.
+pub struct Loaded {
+    pub record: Module,
+    pub unwind: ModuleData,
+}
+
+/// The loader's add/remove counters: a change means objects came or went.
+pub fn generation() -> (u64, u64) {
+    let mut gen = (0u64, 0u64);
+    unsafe extern "C" fn first(
+        info: *mut libc::dl_phdr_info,
+        _size: usize,
+        data: *mut c_void,
+    ) -> c_int {
+        // SAFETY: dl_iterate_phdr passes a valid info and our `data` pointer.
+        unsafe {
+            let gen = &mut *(data as *mut (u64, u64));
+            *gen = ((*info).dlpi_adds, (*info).dlpi_subs);
+        }
+        1
+    }
+    // SAFETY: the callback only reads the info it is handed.
+    unsafe {
+        libc::dl_iterate_phdr(Some(first), (&mut gen as *mut (u64, u64)).cast());
+    }
+    gen
+}
+
+/// Every object currently loaded.
+pub fn scan() -> Vec<Loaded> {
+    let mut out: Vec<Loaded> = Vec::new();
+    unsafe extern "C" fn each(
+        info: *mut libc::dl_phdr_info,
+        _size: usize,
+        data: *mut c_void,
+    ) -> c_int {
+        // SAFETY: dl_iterate_phdr passes a valid info (with phdrs of a loaded
+        // object, mapped while the callback runs) and our `data` pointer.
+        unsafe {
+            let out = &mut *(data as *mut Vec<Loaded>);
+            if let Some(m) = read_object(&*info) {
+                out.push(m);
+            }
+        }
+        0
+    }
+    // SAFETY: the callback only reads memory of the objects it is handed.
+    unsafe {
+        libc::dl_iterate_phdr(Some(each), (&mut out as *mut Vec<Loaded>).cast());
+    }
+    out
+}
+
+/// # Safety
+/// `info` must describe an object that stays mapped during the call.
+unsafe fn read_object(info: &libc::dl_phdr_info) -> Option<Loaded> {
+    let bias = info.dlpi_addr;
+    // SAFETY: dlpi_phdr points at dlpi_phnum program headers.
+    let phdrs = unsafe { std::slice::from_raw_parts(info.dlpi_phdr, info.dlpi_phnum as usize) };
+    let mut text: Option<Range<u64>> = None;
+    let mut hdr: Option<(u64, u64)> = None;
+    let mut loads: Vec<Range<u64>> = Vec::new();
+    let mut build_id = String::new();
+    for ph in phdrs {
+        let start = bias.wrapping_add(ph.p_vaddr);
+        let end = start.wrapping_add(ph.p_memsz);
+        match ph.p_type {
+            libc::PT_LOAD => {
+                loads.push(start..end);
+                if ph.p_flags & libc::PF_X != 0 {
+                    text = Some(match text {
+                        Some(t) => t.start.min(start)..t.end.max(end),
+                        None => start..end,
+                    });
+                }
+            }
+            libc::PT_GNU_EH_FRAME => hdr = Some((start, ph.p_memsz)),
+            libc::PT_NOTE if build_id.is_empty() => {
+                // SAFETY: a PT_NOTE segment is mapped within a PT_LOAD.
+                let notes =
+                    unsafe { std::slice::from_raw_parts(start as *const u8, ph.p_memsz as usize) };
+                build_id = gnu_build_id(notes).unwrap_or_default();
+            }
+            _ => {}
+        }
+    }
+    let text = text?;
+    let name = if info.dlpi_name.is_null() {
+        String::new()
+    } else {
+        // SAFETY: dlpi_name is a NUL-terminated string owned by the loader.
+        unsafe { CStr::from_ptr(info.dlpi_name) }
+            .to_string_lossy()
+            .into_owned()
+    };
+    let path = if name.is_empty() {
+        std::fs::read_link("/proc/self/exe")
+            .map(|p| p.to_string_lossy().into_owned())
+            .unwrap_or_default()
+    } else {
+        name
+    };
+    let mut eh_frame_hdr = None;
+    let mut eh_frame = None;
+    if let Some((hdr_avma, hdr_len)) = hdr {
+        // SAFETY: PT_GNU_EH_FRAME lies inside a mapped PT_LOAD.
+        let hdr_bytes =
+            unsafe { std::slice::from_raw_parts(hdr_avma as *const u8, hdr_len as usize) };
+        if let Some(frame_avma) = eh_frame_address(hdr_bytes, hdr_avma) {
+            if let Some(seg) = loads.iter().find(|r| r.contains(&frame_avma)) {
+                let avail = (seg.end - frame_avma) as usize;
+                // SAFETY: [frame_avma, seg.end) is inside a mapped PT_LOAD.
+                let region = unsafe { std::slice::from_raw_parts(frame_avma as *const u8, avail) };
+                let len = eh_frame_len(region);
+                eh_frame = Some((frame_avma, region[..len].to_vec()));
+            }
+        }
+        eh_frame_hdr = Some((hdr_avma, hdr_bytes.to_vec()));
+    }
+    Some(Loaded {
+        record: Module {
+            path: path.clone(),
+            build_id,
+            bias,
+            start: text.start,
+            end: text.end,
+        },
+        unwind: ModuleData {
+            name: path,
+            base_avma: bias,
+            text,
+            eh_frame_hdr,
+            eh_frame,
+        },
+    })
+}
+
+/// The GNU build id from a PT_NOTE segment, as hex.
+pub fn gnu_build_id(mut notes: &[u8]) -> Option<String> {
+    let rd = |b: &[u8], at: usize| -> Option<u32> {
+        b.get(at..at + 4)
+            .map(|s| u32::from_ne_bytes([s[0], s[1], s[2], s[3]]))
+    };
+    let align4 = |x: usize| (x + 3) & !3;
+    while notes.len() >= 12 {
+        let namesz = rd(notes, 0)? as usize;
+        let descsz = rd(notes, 4)? as usize;
+        let ty = rd(notes, 8)?;
+        let name_end = 12usize.checked_add(align4(namesz))?;
+        let desc_end = name_end.checked_add(align4(descsz))?;
+        if desc_end > notes.len() {
+            return None;
+        }
+        if ty == 3 && namesz == 4 && &notes[12..16] == b"GNU\0" {
+            let desc = &notes[name_end..name_end + descsz];
+            return Some(desc.iter().map(|b| format!("{b:02x}")).collect());
+        }
+        notes = &notes[desc_end..];
+    }
+    None
+}
+
+/// Where `.eh_frame` starts, from the `eh_frame_ptr` field of `.eh_frame_hdr`.
+pub fn eh_frame_address(hdr: &[u8], hdr_avma: u64) -> Option<u64> {
+    if hdr.len() < 8 || hdr[0] != 1 {
+        return None;
+    }
+    let enc = hdr[1];
+    let field = &hdr[4..];
+    let field_avma = hdr_avma + 4;
+    let value: i64 = match enc & 0x0f {
+        0x00 | 0x04 | 0x0c => i64::from_ne_bytes(field.get(..8)?.try_into().ok()?), // absptr/udata8/sdata8
+        0x03 => u32::from_ne_bytes(field.get(..4)?.try_into().ok()?) as i64,        // udata4
+        0x0b => i32::from_ne_bytes(field.get(..4)?.try_into().ok()?) as i64,        // sdata4
+        _ => return None,
+    };
+    let base = match enc & 0x70 {
+        0x00 => 0u64,
+        0x10 => field_avma,
+        0x30 => hdr_avma,
+        _ => return None,
+    };
+    Some(base.wrapping_add(value as u64))
+}
+
+/// Length of `.eh_frame` up to and including its zero terminator (or the
+/// region's end when there is none).
+pub fn eh_frame_len(region: &[u8]) -> usize {
+    let mut at = 0usize;
+    while at + 4 <= region.len() {
+        let len = u32::from_ne_bytes([region[at], region[at + 1], region[at + 2], region[at + 3]]);
+        if len == 0 {
+            return at + 4;
+        }
+        let next = if len == u32::MAX {
+            match region.get(at + 4..at + 12) {
+                Some(b) => (at + 12)
+                    .saturating_add(u64::from_ne_bytes(b.try_into().unwrap_or([0; 8])) as usize),
+                None => return region.len(),
+            }
+        } else {
+            at + 4 + len as usize
+        };
+        if next > region.len() {
+            return region.len();
+        }
+        at = next;
+    }
+    region.len()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn finds_this_process_modules_with_unwind_tables() {
+        let mods = scan();
+        assert!(mods.len() >= 2);
+        let main = &mods[0];
+        assert!(main.record.path.contains("wmhcct"), "{}", main.record.path);
+        assert!(main.unwind.eh_frame.is_some() && main.unwind.eh_frame_hdr.is_some());
+        let here = finds_this_process_modules_with_unwind_tables as usize as u64;
+        assert!(mods
+            .iter()
+            .any(|m| (m.record.start..m.record.end).contains(&here)));
+        let libc_mod = mods
+            .iter()
+            .find(|m| m.record.path.contains("libc.so"))
+            .expect("libc");
+        assert!(!libc_mod.record.build_id.is_empty());
+    }
+
+    #[test]
+    fn eh_frame_len_stops_at_terminator() {
+        let mut b = Vec::new();
+        b.extend_from_slice(&8u32.to_ne_bytes());
+        b.extend_from_slice(&[0; 8]);
+        b.extend_from_slice(&0u32.to_ne_bytes());
+        b.extend_from_slice(&[0xff; 16]);
+        assert_eq!(eh_frame_len(&b), 16);
+        assert_eq!(eh_frame_len(&b[..10]), 10);
+    }
+
+    #[test]
+    fn generation_counts_loads() {
+        let (adds, _) = generation();
+        assert!(adds >= 1);
+    }
+}

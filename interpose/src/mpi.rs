@@ -1,0 +1,383 @@
+//! MPI support, core side: the implementation behind every generated MPI
+//! wrapper (C and Fortran share it), the job's life cycle (init, finalize,
+//! abort) and the calls into `libwmhcct_mpi.so`, the separate library that
+//! links MPI and performs the reduction. `libwmhcct.so` itself links no MPI
+//! library: PMPI entry points are looked up with `dlsym(RTLD_NEXT, …)` when
+//! the program first calls MPI, and the MPI-side library is loaded only once
+//! the program has called `MPI_Init`.
+
+use std::cell::Cell;
+use std::ffi::{c_int, c_void, CStr};
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use crate::guard::Guard;
+
+thread_local! {
+    /// Depth of MPI wrappers on this thread: an MPI call made from inside
+    /// another wrapper (MPICH's Fortran bindings calling C, the tracer's own
+    /// reduction) is not an event of the program.
+    static IN_MPI: Cell<u32> = const { Cell::new(0) };
+}
+
+/// Marks the thread as inside an MPI wrapper while alive.
+pub struct MpiScope(());
+
+impl MpiScope {
+    /// `None` when the thread is already inside an MPI wrapper.
+    pub fn enter() -> Option<MpiScope> {
+        IN_MPI
+            .try_with(|d| {
+                if d.get() > 0 {
+                    None
+                } else {
+                    d.set(1);
+                    Some(MpiScope(()))
+                }
+            })
+            .ok()
+            .flatten()
+    }
+}
+
+impl Drop for MpiScope {
+    fn drop(&mut self) {
+        let _ = IN_MPI.try_with(|d| d.set(0));
+    }
+}
+
+/// Look up the next definition of `name` (glibc-style RTLD_NEXT), cached.
+pub fn next_symbol(cache: &AtomicUsize, name: &CStr) -> usize {
+    let f = cache.load(Ordering::Acquire);
+    if f != 0 {
+        return f;
+    }
+    let _g = Guard::acquire();
+    // SAFETY: `name` is NUL-terminated; dlsym has no other preconditions.
+    let f = unsafe { libc::dlsym(libc::RTLD_NEXT, name.as_ptr()) } as usize;
+    cache.store(f, Ordering::Release);
+    f
+}
+
+/// Report a missing MPI entry point and stop: the program called an MPI
+/// function that the process's MPI library does not define.
+pub fn missing(name: &CStr) -> ! {
+    crate::diag::message(&[
+        "the MPI library does not define ",
+        &name.to_string_lossy(),
+        "; libwmhcct.so was built for OpenMPI/MPICH ABIs",
+    ]);
+    // SAFETY: abort has no preconditions.
+    unsafe { libc::abort() }
+}
+
+/// How the arguments of a wrapper were passed.
+#[derive(Clone, Copy)]
+pub enum Abi {
+    /// C: ints by value, handles by value.
+    C,
+    /// Fortran: every argument by reference, handles are INTEGERs.
+    Fortran,
+}
+
+static TYPE_SIZE_C: AtomicUsize = AtomicUsize::new(0);
+static COMM_SIZE_C: AtomicUsize = AtomicUsize::new(0);
+static TYPE_SIZE_F: AtomicUsize = AtomicUsize::new(0);
+static COMM_SIZE_F: AtomicUsize = AtomicUsize::new(0);
+
+type CQuery = unsafe extern "C" fn(usize, *mut c_int) -> c_int;
+type FQuery = unsafe extern "C" fn(usize, *mut c_int, *mut c_int);
+
+impl Abi {
+    fn int(self, v: usize) -> i64 {
+        match self {
+            Abi::C => v as i32 as i64,
+            // SAFETY: Fortran passes a valid INTEGER by reference.
+            Abi::Fortran if v != 0 => unsafe { *(v as *const i32) as i64 },
+            Abi::Fortran => 0,
+        }
+    }
+
+    fn aint(self, v: usize) -> i64 {
+        match self {
+            Abi::C => v as i64,
+            // SAFETY: Fortran passes INTEGER(KIND=MPI_ADDRESS_KIND) by reference.
+            Abi::Fortran if v != 0 => unsafe { *(v as *const i64) },
+            Abi::Fortran => 0,
+        }
+    }
+
+    fn query(self, c: (&AtomicUsize, &CStr), f: (&AtomicUsize, &CStr), handle: usize) -> i64 {
+        let mut out: c_int = 0;
+        match self {
+            Abi::C => {
+                let sym = next_symbol(c.0, c.1);
+                if sym == 0 {
+                    return 0;
+                }
+                // SAFETY: PMPI_Type_size/PMPI_Comm_size(handle, int*).
+                let rc = unsafe { std::mem::transmute::<usize, CQuery>(sym)(handle, &mut out) };
+                if rc != 0 {
+                    return 0;
+                }
+            }
+            Abi::Fortran => {
+                let sym = next_symbol(f.0, f.1);
+                if sym == 0 {
+                    return 0;
+                }
+                let mut ierr: c_int = 0;
+                // SAFETY: pmpi_type_size_/pmpi_comm_size_(INTEGER*, INTEGER*, INTEGER*).
+                unsafe { std::mem::transmute::<usize, FQuery>(sym)(handle, &mut out, &mut ierr) };
+                if ierr != 0 {
+                    return 0;
+                }
+            }
+        }
+        out as i64
+    }
+
+    fn type_size(self, dt: usize) -> i64 {
+        self.query(
+            (&TYPE_SIZE_C, c"PMPI_Type_size"),
+            (&TYPE_SIZE_F, c"pmpi_type_size_"),
+            dt,
+        )
+    }
+
+    fn comm_size(self, comm: usize) -> i64 {
+        self.query(
+            (&COMM_SIZE_C, c"PMPI_Comm_size"),
+            (&COMM_SIZE_F, c"pmpi_comm_size_"),
+            comm,
+        )
+    }
+}
+
+/// The bytes of one call, as the table in `mpi_table.rs` describes them.
+pub mod bytes {
+    use super::Abi;
+
+    pub fn none(_abi: Abi) -> u64 {
+        0
+    }
+
+    pub fn count(abi: Abi, count: usize, dt: usize) -> u64 {
+        (abi.int(count).max(0) * abi.type_size(dt).max(0)) as u64
+    }
+
+    pub fn comm(abi: Abi, count: usize, dt: usize, comm: usize) -> u64 {
+        self::count(abi, count, dt) * abi.comm_size(comm).max(0) as u64
+    }
+
+    pub fn sum(abi: Abi, counts: usize, dt: usize, comm: usize) -> u64 {
+        let n = abi.comm_size(comm).max(0) as usize;
+        if counts == 0 {
+            return 0;
+        }
+        // SAFETY: MPI requires `counts` to hold one int per rank of `comm`.
+        let total: i64 = (0..n)
+            .map(|i| unsafe { *(counts as *const i32).add(i) } as i64)
+            .filter(|&c| c > 0)
+            .sum();
+        (total * abi.type_size(dt).max(0)) as u64
+    }
+
+    pub fn aint(abi: Abi, n: usize) -> u64 {
+        abi.aint(n).max(0) as u64
+    }
+}
+
+pub const KIND_ALLOC_MEM: usize = 30;
+pub const KIND_FREE_MEM: usize = 31;
+
+/// One interposed MPI call: `call` performs the PMPI call and returns its
+/// error code; `bytes` computes the call's bytes (before the call, as the
+/// arguments may be changed by it). `base` is the Alloc_mem/Free_mem pointer
+/// argument.
+pub fn event(
+    kind: usize,
+    base: usize,
+    bytes: impl FnOnce() -> u64,
+    call: impl FnOnce() -> c_int,
+) -> c_int {
+    let Some(scope) = MpiScope::enter() else {
+        return call();
+    };
+    let b = if crate::tracer::running().is_some() {
+        bytes()
+    } else {
+        0
+    };
+    if kind == KIND_FREE_MEM {
+        if let Some(g) = Guard::acquire() {
+            // SAFETY: C passes the block, Fortran a reference to it: either
+            // way the argument is the block's address.
+            crate::tracer::on_free_kind(
+                &g,
+                wmhcct_format::AllocKind::MpiFreeMem,
+                base as *mut c_void,
+            );
+        }
+    }
+    let rc = call();
+    let e = crate::errno::get();
+    if let Some(g) = Guard::acquire() {
+        crate::tracer::on_mpi(&g, kind, b);
+        if kind == KIND_ALLOC_MEM && rc == 0 && base != 0 {
+            // SAFETY: on success MPI stored the block's address at `base`.
+            let block = unsafe { *(base as *const usize) };
+            crate::tracer::on_alloc(
+                &g,
+                wmhcct_format::AllocKind::MpiAllocMem,
+                block as *mut c_void,
+                b as usize,
+            );
+        }
+    }
+    crate::errno::set(e);
+    drop(scope);
+    rc
+}
+
+// ---------------------------------------------------------------------------
+// The job: the MPI-side library and the report at MPI_Finalize.
+
+type SideInit = unsafe extern "C" fn(*mut c_int, *mut c_int, *mut u8, usize, *mut usize) -> c_int;
+type Sink = extern "C" fn(*const u8, usize, *mut c_void);
+type SideReduce = unsafe extern "C" fn(*const u8, usize, u64, Sink, *mut c_void) -> c_int;
+
+static SIDE_REDUCE: AtomicUsize = AtomicUsize::new(0);
+
+/// `libwmhcct_mpi.so`, next to this library (or `WMHCCT_MPI_LIB`).
+fn side_library() -> Option<*mut c_void> {
+    let path = match std::env::var_os("WMHCCT_MPI_LIB") {
+        Some(p) => std::path::PathBuf::from(p),
+        None => crate::report::own_path()?
+            .parent()?
+            .join("libwmhcct_mpi.so"),
+    };
+    let c = std::ffi::CString::new(path.as_os_str().as_encoded_bytes()).ok()?;
+    // SAFETY: dlopen of our own MPI-side library, with a NUL-terminated path.
+    let h = unsafe { libc::dlopen(c.as_ptr(), libc::RTLD_NOW | libc::RTLD_LOCAL) };
+    if h.is_null() {
+        crate::diag::message(&[
+            "cannot load ",
+            &path.to_string_lossy(),
+            "; this job's ranks will leave per-rank profiles instead of one report",
+        ]);
+        return None;
+    }
+    Some(h)
+}
+
+/// After a successful PMPI_Init(_thread): learn rank and size, agree on the
+/// report path (rank 0's), and load the MPI side for the reduction.
+pub fn after_init() {
+    let Some(g) = Guard::acquire() else { return };
+    let Some(t) = crate::tracer::get(&g) else {
+        return;
+    };
+    let _scope = MpiScope::enter();
+    let Some(h) = side_library() else { return };
+    // SAFETY: dlsym on a handle we opened, NUL-terminated names.
+    let (init, reduce) = unsafe {
+        (
+            libc::dlsym(h, c"wmhcct_mpi_init".as_ptr()) as usize,
+            libc::dlsym(h, c"wmhcct_mpi_reduce".as_ptr()) as usize,
+        )
+    };
+    if init == 0 || reduce == 0 {
+        crate::diag::message(&["libwmhcct_mpi.so lacks its entry points; job report disabled"]);
+        return;
+    }
+    let mut rank: c_int = -1;
+    let mut size: c_int = 0;
+    let mut buf = vec![0u8; 4096];
+    let mine = crate::report::job_report_path(t);
+    let mine = mine.as_os_str().as_encoded_bytes();
+    let n = mine.len().min(buf.len());
+    buf[..n].copy_from_slice(&mine[..n]);
+    let mut len = n;
+    // SAFETY: wmhcct_mpi_init(rank*, size*, buf, cap, len*) as defined in mpi/.
+    let rc = unsafe {
+        std::mem::transmute::<usize, SideInit>(init)(
+            &mut rank,
+            &mut size,
+            buf.as_mut_ptr(),
+            buf.len(),
+            &mut len,
+        )
+    };
+    if rc != 0 || rank < 0 || size <= 0 {
+        crate::diag::message(&["MPI-side initialisation failed; job report disabled"]);
+        return;
+    }
+    let path =
+        std::path::PathBuf::from(String::from_utf8_lossy(&buf[..len.min(buf.len())]).into_owned());
+    crate::tracer::set_job(t, rank as u32, size as u32, path);
+    SIDE_REDUCE.store(reduce, Ordering::Release);
+}
+
+extern "C" fn write_merged(data: *const u8, len: usize, ctx: *mut c_void) {
+    // SAFETY: the side library passes a valid buffer; ctx is our &Tracer.
+    let (bytes, t) = unsafe {
+        (
+            std::slice::from_raw_parts(data, len),
+            &*(ctx as *const crate::tracer::Tracer),
+        )
+    };
+    crate::report::write_bytes(t, bytes);
+}
+
+/// Before PMPI_Finalize: merge every rank's profile into one report.
+pub fn before_finalize() {
+    let Some(g) = Guard::acquire() else { return };
+    let Some(t) = crate::tracer::running() else {
+        return;
+    };
+    let _scope = MpiScope::enter();
+    let reduce = SIDE_REDUCE.load(Ordering::Acquire);
+    if reduce == 0 {
+        // No MPI side: each rank leaves its own profile in the spill directory.
+        crate::report::spill(&g, t, "finalize");
+        return;
+    }
+    let Some(profile) = crate::report::take(&g, t, "finalize") else {
+        return;
+    };
+    let capacity = if t.config.exact {
+        0
+    } else {
+        t.config.capacity() as u64
+    };
+    let bytes = match wmhcct_format::encode(&profile) {
+        Ok(b) => b,
+        Err(_) => return,
+    };
+    // SAFETY: wmhcct_mpi_reduce(data, len, capacity, sink, ctx) as defined in mpi/;
+    // collective over the job; the sink runs on rank 0 only.
+    let rc = unsafe {
+        std::mem::transmute::<usize, SideReduce>(reduce)(
+            bytes.as_ptr(),
+            bytes.len(),
+            capacity,
+            write_merged,
+            t as *const crate::tracer::Tracer as *mut c_void,
+        )
+    };
+    if rc != 0 {
+        crate::diag::message(&[
+            "the cross-rank reduction failed; writing this rank's profile to the spill directory",
+        ]);
+        crate::report::spill_profile(t, &profile);
+    }
+}
+
+/// Before PMPI_Abort: this rank's profile goes to the spill directory.
+pub fn before_abort() {
+    let Some(g) = Guard::acquire() else { return };
+    let Some(t) = crate::tracer::running() else {
+        return;
+    };
+    crate::report::spill(&g, t, "abort");
+}

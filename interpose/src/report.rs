@@ -1,0 +1,339 @@
+//! Taking the profile and turning it into the HDF5 report.
+//!
+//! The tracer never loads HDF5: it writes the compact profile
+//! (`wmhcct-format`) and runs `wmhcct convert`, which symbolises and writes
+//! the report. If that is impossible the profile stays, and the one command
+//! that converts it is printed.
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::Ordering;
+
+use wmhcct_format::{FrameKey, KindTotal, Meta, Profile, TracerStats, ALLOC_KINDS, MPI_KINDS};
+
+use crate::guard::Guard;
+use crate::output;
+use crate::tracer::{self, Core, Tracer};
+
+/// Map a return address to (module, offset) using the module table.
+pub fn resolver(records: &[wmhcct_format::Module]) -> impl FnMut(u64) -> FrameKey + '_ {
+    move |addr| {
+        // Later entries win: a module loaded where an unloaded one was.
+        for (i, m) in records.iter().enumerate().rev() {
+            if addr >= m.start && addr < m.end {
+                return FrameKey::Addr {
+                    module: i as u32,
+                    offset: addr - m.bias,
+                };
+            }
+        }
+        FrameKey::Unknown(addr)
+    }
+}
+
+fn hostname() -> String {
+    let mut buf = [0u8; 256];
+    // SAFETY: gethostname writes at most buf.len() bytes.
+    let rc = unsafe { libc::gethostname(buf.as_mut_ptr().cast(), buf.len()) };
+    if rc != 0 {
+        return String::new();
+    }
+    let n = buf.iter().position(|&b| b == 0).unwrap_or(buf.len());
+    String::from_utf8_lossy(&buf[..n]).into_owned()
+}
+
+fn command_line() -> (String, Vec<String>) {
+    let program = std::fs::read_link("/proc/self/exe")
+        .map(|p| p.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let args = std::fs::read("/proc/self/cmdline")
+        .map(|b| {
+            b.split(|&c| c == 0)
+                .filter(|s| !s.is_empty())
+                .map(|s| String::from_utf8_lossy(s).into_owned())
+                .collect()
+        })
+        .unwrap_or_default();
+    (program, args)
+}
+
+/// Build the profile of this process from the tracer's state.
+pub fn build(t: &Tracer, core: &Core, reason: &str) -> Profile {
+    let (program, args) = command_line();
+    let mut records = core.records.clone();
+    let (tree, mpi_tree) = {
+        let mut resolve = resolver(&records);
+        (
+            core.collector.snapshot_tree("alloc", &mut resolve),
+            core.mpi.snapshot_tree("mpi", &mut resolve),
+        )
+    };
+    // Keep only modules the tree refers to? No: keep all (small), so that
+    // readers can show what was loaded.
+    let totals = core
+        .collector
+        .totals()
+        .into_iter()
+        .zip(ALLOC_KINDS)
+        .chain(core.mpi.totals().into_iter().zip(MPI_KINDS))
+        .map(|((count, bytes), kind)| KindTotal {
+            kind: kind.to_string(),
+            count,
+            bytes,
+        })
+        .collect();
+    let u = &core.unwind;
+    Profile {
+        meta: Meta {
+            program,
+            args,
+            hostname: hostname(),
+            // SAFETY: getpid has no preconditions.
+            pid: unsafe { libc::getpid() } as u32,
+            start_unix_ns: t.start_unix_ns,
+            end_unix_ns: t.start_unix_ns + (tracer::now_mono_ns() - t.start_mono_ns),
+            threads: core.threads,
+            rank: tracer::job(t).map(|j| j.rank),
+            nranks: tracer::job(t).map(|j| j.size),
+            reason: reason.to_string(),
+            tracer_version: env!("CARGO_PKG_VERSION").to_string(),
+        },
+        config: wmhcct_format::Config {
+            phi: t.config.phi,
+            epsilon: t.config.epsilon,
+            unwind: t.config.unwind.name().to_string(),
+            max_depth: t.config.max_depth as u32,
+            exact: t.config.exact,
+            bins: t.config.bins,
+            rank_series: t.config.rank_series,
+            event_samples: t.config.event_samples,
+        },
+        modules: std::mem::take(&mut records),
+        totals,
+        heap: core.collector.heap_stats(),
+        unwind: wmhcct_format::UnwindStats {
+            mode: t.config.unwind.name().to_string(),
+            events: u.events,
+            frames_unwound: u.frames_unwound,
+            frames_reused: u.frames_reused,
+            validated: u.validated,
+            correct: u.correct,
+            reseeds: u.reseeds,
+            truncated: u.truncated,
+            errors: u.errors,
+        },
+        tracer: TracerStats {
+            collector_bytes: core.collector.memory_bytes(),
+            ptr_table_peak: core.collector.ptr_table_peak(),
+            untraced_events: 0,
+        },
+        trees: vec![tree, mpi_tree],
+        ranks: Vec::new(),
+        series: core.collector.series_snapshot(
+            tracer::now_mono_ns().saturating_sub(t.start_mono_ns),
+            t.start_unix_ns,
+        ),
+    }
+}
+
+/// The `wmhcct` binary next to this library, or `WMHCCT_BIN`.
+fn converter(t: &Tracer) -> Option<PathBuf> {
+    if let Some(b) = &t.config.bin {
+        return Some(b.clone());
+    }
+    let bin = own_path()?.parent()?.join("wmhcct");
+    bin.exists().then_some(bin)
+}
+
+/// Path of this library (for finding `wmhcct` and `libwmhcct_mpi.so`).
+pub fn own_path() -> Option<PathBuf> {
+    // SAFETY: dladdr fills `info` for an address inside this library.
+    unsafe {
+        let mut info: libc::Dl_info = std::mem::zeroed();
+        if libc::dladdr(own_path as *const libc::c_void, &mut info) == 0 || info.dli_fname.is_null()
+        {
+            return None;
+        }
+        Some(PathBuf::from(
+            std::ffi::CStr::from_ptr(info.dli_fname)
+                .to_string_lossy()
+                .into_owned(),
+        ))
+    }
+}
+
+/// The job's report path as this rank would choose it (rank 0's choice is
+/// broadcast to all): `WMHCCT_OUT`, else `wmhcct-<SLURM_JOB_ID>.h5`, else
+/// `wmhcct-<date>-<pid>.h5`, relative to the working directory.
+pub fn job_report_path(t: &Tracer) -> PathBuf {
+    let name = match (&t.config.out, std::env::var("SLURM_JOB_ID")) {
+        (Some(o), _) => o.clone(),
+        (None, Ok(id)) if !id.is_empty() => PathBuf::from(format!("wmhcct-{id}.h5")),
+        _ => {
+            let secs = t.start_unix_ns / 1_000_000_000;
+            // SAFETY: getpid has no preconditions.
+            let pid = unsafe { libc::getpid() };
+            PathBuf::from(format!("wmhcct-{secs}-{pid}.h5"))
+        }
+    };
+    if name.is_absolute() {
+        name
+    } else {
+        t.cwd.join(name)
+    }
+}
+
+/// Where ranks that do not reach MPI_Finalize leave their profiles.
+pub fn spill_dir(t: &Tracer, report: &Path) -> PathBuf {
+    match &t.config.spill_dir {
+        Some(d) if d.is_absolute() => d.clone(),
+        Some(d) => t.cwd.join(d),
+        None => {
+            let mut s = report.as_os_str().to_owned();
+            s.push(".spill");
+            PathBuf::from(s)
+        }
+    }
+}
+
+/// Stop tracing and build the profile (`None` if it was already taken).
+pub fn take(_g: &Guard, t: &Tracer, reason: &str) -> Option<Profile> {
+    tracer::flush_current_thread(t);
+    let core = t.core.lock();
+    if !tracer::finish() {
+        return None;
+    }
+    Some(build(t, &core, reason))
+}
+
+/// Take the report of a process that is not (or no longer) part of an MPI
+/// job: write the profile, convert it.
+pub fn write(g: &Guard, t: &Tracer, reason: &str) {
+    if let Some(job) = tracer::job(t) {
+        // An MPI rank that never reached MPI_Finalize.
+        let _ = job;
+        spill(g, t, reason);
+        return;
+    }
+    let Some(profile) = take(g, t, reason) else {
+        return;
+    };
+    // SAFETY: getpid has no preconditions.
+    let pid = unsafe { libc::getpid() } as u32;
+    let report = output::report_path(
+        t.config.out.as_deref(),
+        &t.cwd,
+        pid,
+        t.descendant.load(Ordering::Acquire),
+    );
+    match wmhcct_format::encode(&profile) {
+        Ok(bytes) => convert(t, &bytes, &report),
+        Err(e) => crate::diag::message(&["cannot encode the profile: ", &e.to_string()]),
+    }
+}
+
+/// Rank 0: the merged profile of the job.
+pub fn write_bytes(t: &Tracer, bytes: &[u8]) {
+    let report = tracer::job(t)
+        .map(|j| j.report)
+        .unwrap_or_else(|| job_report_path(t));
+    convert(t, bytes, &report);
+}
+
+/// Take this rank's profile and leave it in the spill directory.
+pub fn spill(g: &Guard, t: &Tracer, reason: &str) {
+    if let Some(p) = take(g, t, reason) {
+        spill_profile(t, &p);
+    }
+}
+
+/// Write `profile` into the job's spill directory as `rank-<r>.wmprof`.
+pub fn spill_profile(t: &Tracer, profile: &Profile) {
+    let job = tracer::job(t);
+    let report = job
+        .as_ref()
+        .map(|j| j.report.clone())
+        .unwrap_or_else(|| job_report_path(t));
+    let dir = spill_dir(t, &report);
+    let name = match &job {
+        Some(j) => format!("rank-{}.wmprof", j.rank),
+        None => format!("pid-{}.wmprof", profile.meta.pid),
+    };
+    let path = dir.join(name);
+    let result = std::fs::create_dir_all(&dir)
+        .map_err(|e| e.to_string())
+        .and_then(|_| wmhcct_format::encode(profile).map_err(|e| e.to_string()))
+        .and_then(|b| std::fs::write(&path, b).map_err(|e| e.to_string()));
+    match result {
+        Ok(()) => crate::diag::message(&[
+            "profile of a rank that did not finish left in ",
+            &path.to_string_lossy(),
+            "; merge with: wmhcct merge ",
+            &dir.to_string_lossy(),
+            " -o ",
+            &report.to_string_lossy(),
+        ]),
+        Err(e) => crate::diag::message(&["cannot write ", &path.to_string_lossy(), ": ", &e]),
+    }
+}
+
+/// Write the encoded profile next to `report` and run `wmhcct convert`.
+fn convert(t: &Tracer, bytes: &[u8], report: &Path) {
+    let prof = output::profile_path(report);
+    if let Err(e) = std::fs::write(&prof, bytes) {
+        crate::diag::message(&[
+            "cannot write the profile ",
+            &prof.to_string_lossy(),
+            ": ",
+            &e.to_string(),
+        ]);
+        return;
+    }
+    let manual = format!(
+        "wmhcct convert {} -o {} --remove-input",
+        prof.to_string_lossy(),
+        report.to_string_lossy()
+    );
+    let Some(bin) = converter(t) else {
+        crate::diag::message(&[
+            "profile written to ",
+            &prof.to_string_lossy(),
+            " (wmhcct binary not found; set WMHCCT_BIN); convert it with: ",
+            &manual,
+        ]);
+        return;
+    };
+    let status = std::process::Command::new(&bin)
+        .arg("convert")
+        .arg(&prof)
+        .arg("-o")
+        .arg(report)
+        .arg("--remove-input")
+        .env_remove("LD_PRELOAD")
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .output();
+    match status {
+        Ok(o) if o.status.success() => {
+            crate::diag::message(&["report written to ", &report.to_string_lossy()]);
+        }
+        Ok(o) => {
+            let err = String::from_utf8_lossy(&o.stderr);
+            let first = err.lines().next().unwrap_or("").trim().to_string();
+            crate::diag::message(&[
+                "could not convert the profile (",
+                &first,
+                "); profile kept, convert it with: ",
+                &manual,
+            ]);
+        }
+        Err(e) => crate::diag::message(&[
+            "could not run ",
+            &bin.to_string_lossy(),
+            " (",
+            &e.to_string(),
+            "); profile kept, convert it with: ",
+            &manual,
+        ]),
+    }
+}

@@ -1,0 +1,180 @@
+//! Per-thread tracer state: the unwinder (its cache and the previous stack),
+//! the collector cursor, scratch buffers and the thread's stack bounds.
+//! Flushed into the process state when the thread exits.
+
+use std::cell::Cell;
+use std::sync::atomic::{AtomicU32, Ordering};
+
+use wmhcct_collector::Cursor;
+use wmhcct_unwinder::{HeuristicConfig, Mode, ThreadUnwinder, UnwindStats};
+
+use crate::config::{Config, UnwindMode};
+
+pub struct ThreadState {
+    pub unwinder: ThreadUnwinder,
+    pub cursor: Cursor,
+    /// Cursor into the MPI tree.
+    pub mpi_cursor: Cursor,
+    /// Return addresses of the current stack, leaf first.
+    pub frames: Vec<u64>,
+    /// Highest address of this thread's stack (exclusive).
+    pub stack_hi: u64,
+    /// Unwind statistics already added to the process totals.
+    pub reported: UnwindStats,
+    /// Counted in the process's thread total.
+    pub counted: bool,
+    rng: u64,
+}
+
+fn mode(m: UnwindMode) -> Mode {
+    match m {
+        UnwindMode::None => Mode::None,
+        UnwindMode::Full => Mode::Full,
+        UnwindMode::Fp => Mode::Fp,
+        UnwindMode::First => Mode::First,
+        UnwindMode::Second => Mode::Second,
+    }
+}
+
+impl ThreadState {
+    pub fn new(cfg: &Config) -> ThreadState {
+        let unwinder = ThreadUnwinder::new(
+            mode(cfg.unwind),
+            HeuristicConfig {
+                reseed_every: cfg.reseed_every,
+                reseed_gap_ns: cfg.reseed_gap_ns,
+                max_depth: cfg.max_depth,
+            },
+        );
+        ThreadState {
+            unwinder,
+            cursor: Cursor::default(),
+            mpi_cursor: Cursor::default(),
+            frames: Vec::with_capacity(cfg.max_depth + 1),
+            stack_hi: stack_top(),
+            reported: UnwindStats::default(),
+            counted: false,
+            // SAFETY: pthread_self has no preconditions.
+            rng: (unsafe { libc::pthread_self() } as u64) | 1,
+        }
+    }
+
+    /// A uniform number in [0, 1) (xorshift64*), for sampling validations.
+    pub fn random(&mut self) -> f64 {
+        let mut x = self.rng;
+        x ^= x >> 12;
+        x ^= x << 25;
+        x ^= x >> 27;
+        self.rng = x;
+        (x.wrapping_mul(0x2545_f491_4f6c_dd1d) >> 11) as f64 / (1u64 << 53) as f64
+    }
+
+    /// Statistics since the last call, to add to the process totals.
+    pub fn take_stats_delta(&mut self) -> UnwindStats {
+        let now = self.unwinder.stats().clone();
+        let d = UnwindStats {
+            events: now.events - self.reported.events,
+            frames_unwound: now.frames_unwound - self.reported.frames_unwound,
+            frames_reused: now.frames_reused - self.reported.frames_reused,
+            validated: now.validated - self.reported.validated,
+            correct: now.correct - self.reported.correct,
+            reseeds: now.reseeds - self.reported.reseeds,
+            truncated: now.truncated - self.reported.truncated,
+            errors: now.errors - self.reported.errors,
+        };
+        self.reported = now;
+        d
+    }
+}
+
+/// Top of the calling thread's stack.
+fn stack_top() -> u64 {
+    // SAFETY: pthread_getattr_np fills an attr we destroy afterwards; it may
+    // allocate (main thread: reads /proc/self/maps), which the reentrancy
+    // guard, held by every caller, sends straight to glibc.
+    unsafe {
+        let mut attr: libc::pthread_attr_t = std::mem::zeroed();
+        if libc::pthread_getattr_np(libc::pthread_self(), &mut attr) != 0 {
+            return 0;
+        }
+        let mut addr: *mut libc::c_void = std::ptr::null_mut();
+        let mut size: usize = 0;
+        let rc = libc::pthread_attr_getstack(&attr, &mut addr, &mut size);
+        libc::pthread_attr_destroy(&mut attr);
+        if rc != 0 {
+            return 0;
+        }
+        addr as u64 + size as u64
+    }
+}
+
+/// The TLS slot: a plain pointer (no Rust TLS destructor: registering one
+/// makes glibc allocate inside the tracer and free outside it at thread
+/// exit, which the program never did). The thread's state is handed back to
+/// the process by a pthread key destructor; `pthread_key_create` and
+/// `pthread_setspecific` on an early key do not allocate.
+pub struct Slot(Cell<*mut ThreadState>);
+
+static KEY: AtomicU32 = AtomicU32::new(u32::MAX);
+static KEY_ONCE: std::sync::Once = std::sync::Once::new();
+
+fn key() -> Option<libc::pthread_key_t> {
+    KEY_ONCE.call_once(|| {
+        let mut k: libc::pthread_key_t = 0;
+        // SAFETY: writes a key into a local; `exit_thread` matches the
+        // destructor signature.
+        if unsafe { libc::pthread_key_create(&mut k, Some(exit_thread)) } == 0 {
+            KEY.store(k, Ordering::Release);
+        }
+    });
+    match KEY.load(Ordering::Acquire) {
+        u32::MAX => None,
+        k => Some(k),
+    }
+}
+
+extern "C" fn exit_thread(p: *mut libc::c_void) {
+    if p.is_null() {
+        return;
+    }
+    // Ours: the thread's slot holds the same pointer; clear it first so a
+    // later allocation by another destructor starts a fresh state.
+    crate::tracer::clear_thread_slot();
+    // SAFETY: `p` came from Box::into_raw in `Slot::get` and the slot no
+    // longer refers to it.
+    let ts = unsafe { Box::from_raw(p.cast::<ThreadState>()) };
+    let _g = crate::guard::Guard::acquire();
+    crate::tracer::thread_exit(ts);
+}
+
+impl Slot {
+    pub const fn new() -> Slot {
+        Slot(Cell::new(std::ptr::null_mut()))
+    }
+
+    /// The thread's state, created on first use.
+    ///
+    /// Only called with the reentrancy guard held, so never re-entered on
+    /// this thread while the returned reference is alive.
+    #[allow(clippy::mut_from_ref)]
+    pub fn get(&self, cfg: &Config) -> &mut ThreadState {
+        let mut p = self.0.get();
+        if p.is_null() {
+            p = Box::into_raw(Box::new(ThreadState::new(cfg)));
+            self.0.set(p);
+            if let Some(k) = key() {
+                // SAFETY: a valid key; the value is our own pointer.
+                unsafe { libc::pthread_setspecific(k, p.cast()) };
+            }
+        }
+        // SAFETY: the pointer is this thread's own live state (set above or
+        // earlier on this thread, cleared before it is freed) and the
+        // reentrancy guard ensures a single live reference at a time.
+        unsafe { &mut *p }
+    }
+
+    /// Forget the state (its owner, the key destructor, frees it).
+    pub fn clear(&self) {
+        self.0.set(std::ptr::null_mut());
+    }
+}

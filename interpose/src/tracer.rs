@@ -1,0 +1,474 @@
+//! The tracer's core API, called by the exports in `exports.rs` with the
+//! reentrancy guard held. Testable without preloading: the tests call these
+//! functions directly.
+
+use std::ffi::c_void;
+use std::ops::Range;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU8, Ordering};
+
+use wmhcct_collector::{Collector, CollectorConfig, SeriesConfig};
+use wmhcct_format::{AllocKind, ALLOC_KINDS, MPI_KINDS};
+use wmhcct_unwinder::{Modules, Regs, Stop, UnwindStats};
+
+use crate::config::{Config, UnwindMode};
+use crate::guard::Guard;
+use crate::lock::{SpinMutex, SpinRwLock};
+use crate::modules;
+use crate::thread::{Slot, ThreadState};
+
+/// Everything the collector lock protects.
+pub struct Core {
+    pub collector: Collector,
+    /// MPI calls: their own tree, weighted by bytes moved.
+    pub mpi: Collector,
+    /// Unwind statistics of all threads, added per event.
+    pub unwind: UnwindStats,
+    /// Threads that produced events.
+    pub threads: u32,
+    /// Every module seen so far (the report's module table).
+    pub records: Vec<wmhcct_format::Module>,
+    /// Loader generation (adds, subs) of the current module table.
+    pub generation: (u64, u64),
+}
+
+pub struct Tracer {
+    pub config: Config,
+    pub core: SpinMutex<Core>,
+    pub modules: SpinRwLock<Modules>,
+    /// Our own code: leaf frames there are the tracer's, not the program's.
+    pub self_text: Range<u64>,
+    pub start_mono_ns: u64,
+    pub start_unix_ns: u64,
+    /// Working directory at start, for relative report paths.
+    pub cwd: PathBuf,
+    /// A forked child, or a program started by a traced process: its report
+    /// gets its pid in the name so it never overwrites its parent's.
+    pub descendant: AtomicBool,
+    /// Rank, size and agreed report path once MPI_Init has run.
+    pub job: SpinMutex<Option<Job>>,
+}
+
+#[derive(Clone, Debug)]
+pub struct Job {
+    pub rank: u32,
+    pub size: u32,
+    pub report: PathBuf,
+}
+
+/// The MPI job this process belongs to, if any.
+pub fn job(t: &Tracer) -> Option<Job> {
+    t.job.lock().clone()
+}
+
+/// Record the MPI job (after MPI_Init).
+pub fn set_job(t: &Tracer, rank: u32, size: u32, report: PathBuf) {
+    *t.job.lock() = Some(Job { rank, size, report });
+}
+
+const UNINIT: u8 = 0;
+const INITIALISING: u8 = 1;
+const READY: u8 = 2;
+/// The report was taken: events pass through untraced.
+const FINISHED: u8 = 3;
+
+static STATE: AtomicU8 = AtomicU8::new(UNINIT);
+static TRACER: AtomicPtr<Tracer> = AtomicPtr::new(std::ptr::null_mut());
+
+thread_local! {
+    static THREAD: Slot = const { Slot::new() };
+}
+
+pub fn now_mono_ns() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: writes into a local timespec.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+fn now_unix_ns() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos() as u64)
+        .unwrap_or(0)
+}
+
+/// The tracer, initialised on first use. `None` when tracing is off
+/// (finished, disabled, or another thread is initialising).
+pub fn get(_g: &Guard) -> Option<&'static Tracer> {
+    loop {
+        match STATE.load(Ordering::Acquire) {
+            READY => {
+                // SAFETY: set once before READY is published, never freed.
+                return unsafe { TRACER.load(Ordering::Acquire).as_ref() };
+            }
+            UNINIT => {
+                if STATE
+                    .compare_exchange(UNINIT, INITIALISING, Ordering::AcqRel, Ordering::Acquire)
+                    .is_ok()
+                {
+                    let t = Box::leak(Box::new(init()));
+                    TRACER.store(t, Ordering::Release);
+                    STATE.store(READY, Ordering::Release);
+                    crate::lifecycle::after_init();
+                    return Some(t);
+                }
+            }
+            INITIALISING => std::thread::yield_now(),
+            _ => return None,
+        }
+    }
+}
+
+/// The tracer if it is running, without initialising it.
+pub fn running() -> Option<&'static Tracer> {
+    if STATE.load(Ordering::Acquire) == READY {
+        // SAFETY: set once before READY is published, never freed.
+        unsafe { TRACER.load(Ordering::Acquire).as_ref() }
+    } else {
+        None
+    }
+}
+
+/// Stop tracing (the report has been taken); later events pass through.
+pub fn finish() -> bool {
+    STATE
+        .compare_exchange(READY, FINISHED, Ordering::AcqRel, Ordering::Acquire)
+        .is_ok()
+}
+
+fn init() -> Tracer {
+    let (config, warnings) = Config::from_lookup(|k| std::env::var(k).ok());
+    for w in &warnings {
+        crate::diag::message(&[w]);
+    }
+    let loaded = modules::scan();
+    let here = init as *const () as usize as u64;
+    let self_text = loaded
+        .iter()
+        .find(|m| m.unwind.text.contains(&here))
+        .map(|m| m.unwind.text.clone())
+        .unwrap_or(0..0);
+    let mut unwind_modules = Modules::new();
+    let mut records = Vec::new();
+    for m in loaded {
+        records.push(m.record);
+        unwind_modules.add(m.unwind);
+    }
+    let collector = Collector::with_series(
+        CollectorConfig {
+            phi: config.phi,
+            epsilon: config.epsilon,
+            exact: config.exact,
+            n_kinds: ALLOC_KINDS.len(),
+        },
+        SeriesConfig {
+            bins: config.bins as usize,
+            event_samples: config.event_samples as usize,
+        },
+    );
+    let cwd = std::env::current_dir().unwrap_or_default();
+    let descendant = AtomicBool::new(crate::output::parent_is_traced());
+    Tracer {
+        core: SpinMutex::new(Core {
+            collector,
+            mpi: Collector::new(CollectorConfig {
+                phi: config.phi,
+                epsilon: config.epsilon,
+                exact: config.exact,
+                n_kinds: MPI_KINDS.len(),
+            }),
+            unwind: UnwindStats::default(),
+            threads: 0,
+            records,
+            generation: modules::generation(),
+        }),
+        modules: SpinRwLock::new(unwind_modules),
+        self_text,
+        start_mono_ns: now_mono_ns(),
+        start_unix_ns: now_unix_ns(),
+        cwd,
+        descendant,
+        job: SpinMutex::new(None),
+        config,
+    }
+}
+
+/// Re-read the loaded objects if the loader's generation changed.
+/// Never called with `modules` or `core` locked: `dl_iterate_phdr` takes the
+/// loader's lock, and a thread holding that lock may be waiting for ours.
+pub fn refresh_modules(t: &Tracer) -> bool {
+    let gen = modules::generation();
+    if t.core.lock().generation == gen {
+        return false;
+    }
+    let loaded = modules::scan();
+    let mut table = Modules::new();
+    let mut fresh = Vec::new();
+    for m in loaded {
+        fresh.push(m.record);
+        table.add(m.unwind);
+    }
+    *t.modules.write() = table;
+    let mut core = t.core.lock();
+    for r in fresh {
+        if !core.records.contains(&r) {
+            core.records.push(r);
+        }
+    }
+    core.generation = gen;
+    true
+}
+
+#[inline(always)]
+fn current_regs() -> Regs {
+    let (pc, sp, bp): (u64, u64, u64);
+    // SAFETY: reads rip, rsp and rbp into registers; touches no memory.
+    unsafe {
+        std::arch::asm!(
+            "lea {pc}, [rip]",
+            "mov {sp}, rsp",
+            "mov {bp}, rbp",
+            pc = out(reg) pc,
+            sp = out(reg) sp,
+            bp = out(reg) bp,
+            options(nomem, nostack, preserves_flags)
+        );
+    }
+    Regs { pc, sp, bp }
+}
+
+/// Capture the calling thread's stack into `ts.frames`. Returns the number
+/// of root-side frames unchanged since the thread's previous event.
+#[inline(never)]
+fn capture(t: &Tracer, ts: &mut ThreadState, now: u64) -> usize {
+    ts.frames.clear();
+    if t.config.unwind == UnwindMode::None {
+        return 0;
+    }
+    let validate = t.config.validate > 0.0 && ts.random() < t.config.validate;
+    let regs = current_regs();
+    let lo = regs.sp;
+    let hi = ts.stack_hi;
+    let mut read = |addr: u64| -> Result<u64, ()> {
+        if addr >= lo && addr.checked_add(8).is_some_and(|end| end <= hi) {
+            // SAFETY: [lo, hi) is the live part of this thread's own stack
+            // (from our frame up to the stack's top), mapped and readable.
+            Ok(unsafe { (addr as *const u64).read_unaligned() })
+        } else {
+            Err(())
+        }
+    };
+    let mut cap = {
+        let m = t.modules.read();
+        ts.unwinder
+            .capture(&m, regs, t.self_text.clone(), &mut read, now, validate)
+    };
+    // An address in no known module: perhaps an object loaded since (MPI
+    // loads its plugins late). Re-read the table if the loader changed.
+    if matches!(ts.unwinder.last_stop(), Stop::OutsideModules(_)) && refresh_modules(t) {
+        let m = t.modules.read();
+        cap = ts
+            .unwinder
+            .capture(&m, regs, t.self_text.clone(), &mut read, now, validate);
+    }
+    ts.frames.extend(ts.unwinder.frames().iter().map(|f| f.ra));
+    cap.unchanged_root.min(ts.frames.len())
+}
+
+fn add_stats(acc: &mut UnwindStats, d: &UnwindStats) {
+    acc.merge(d);
+}
+
+/// Run `f` with the thread state, or `None` after the thread's TLS is gone.
+fn with_thread<R>(t: &Tracer, f: impl FnOnce(&mut ThreadState) -> R) -> Option<R> {
+    THREAD.try_with(|slot| f(slot.get(&t.config))).ok()
+}
+
+/// An allocation that returned `ptr` (NULL: failed) for `size` bytes.
+pub fn on_alloc(g: &Guard, kind: AllocKind, ptr: *mut c_void, size: usize) {
+    let Some(t) = get(g) else { return };
+    let now = now_mono_ns().saturating_sub(t.start_mono_ns);
+    if ptr.is_null() {
+        t.core.lock().collector.count_call(kind as u16, 0);
+        return;
+    }
+    let traced = with_thread(t, |ts| {
+        let unchanged = capture(t, ts, now);
+        let mut core = t.core.lock();
+        account_thread(&mut core, ts);
+        core.collector.on_alloc(
+            &mut ts.cursor,
+            kind as u16,
+            &ts.frames,
+            unchanged,
+            ptr as u64,
+            size as u64,
+            now,
+        );
+    });
+    if traced.is_none() {
+        t.core
+            .lock()
+            .collector
+            .on_alloc_untraced(kind as u16, ptr as u64, size as u64, now);
+    }
+}
+
+/// Add the thread's new unwind statistics (and the thread itself, on its
+/// first event) to the process totals.
+fn account_thread(core: &mut Core, ts: &mut ThreadState) {
+    if !ts.counted {
+        ts.counted = true;
+        core.threads += 1;
+    }
+    let d = ts.take_stats_delta();
+    add_stats(&mut core.unwind, &d);
+}
+
+/// `free(ptr)`, before the block is released to glibc.
+pub fn on_free(g: &Guard, ptr: *mut c_void) {
+    on_free_kind(g, AllocKind::Free, ptr);
+}
+
+/// A release through `kind` (`free`, `MPI_Free_mem`) of `ptr`.
+pub fn on_free_kind(g: &Guard, kind: AllocKind, ptr: *mut c_void) {
+    let Some(t) = get(g) else { return };
+    let now = now_mono_ns().saturating_sub(t.start_mono_ns);
+    t.core
+        .lock()
+        .collector
+        .on_free(kind as u16, ptr as u64, now);
+}
+
+/// An MPI call of `kind` (index into `MPI_KINDS`) moving `bytes`.
+pub fn on_mpi(g: &Guard, kind: usize, bytes: u64) {
+    let Some(t) = get(g) else { return };
+    let now = now_mono_ns().saturating_sub(t.start_mono_ns);
+    let traced = with_thread(t, |ts| {
+        let unchanged = capture(t, ts, now);
+        let mut core = t.core.lock();
+        account_thread(&mut core, ts);
+        core.mpi.on_event(
+            &mut ts.mpi_cursor,
+            kind as u16,
+            &ts.frames,
+            unchanged,
+            bytes,
+            now,
+        );
+        core.collector.record_mpi_event(now);
+    });
+    if traced.is_none() {
+        let mut core = t.core.lock();
+        core.mpi.count_call(kind as u16, bytes);
+        core.collector.record_mpi_event(now);
+    }
+}
+
+/// Record the outcome of glibc's realloc: `new` for `old` resized to `size`.
+#[allow(clippy::too_many_arguments)]
+fn record_realloc(
+    collector: &mut Collector,
+    kind: AllocKind,
+    old: *mut c_void,
+    size: usize,
+    new: *mut c_void,
+    stack: Option<(&mut wmhcct_collector::Cursor, &[u64], usize)>,
+    now: u64,
+) {
+    if new.is_null() {
+        if size == 0 && !old.is_null() {
+            // glibc's realloc(p, 0) frees p and returns NULL.
+            collector.release(old as u64, now);
+        }
+        collector.count_call(kind as u16, 0);
+        return;
+    }
+    if !old.is_null() {
+        collector.release(old as u64, now);
+    }
+    match stack {
+        Some((cursor, frames, unchanged)) => collector.on_alloc(
+            cursor,
+            kind as u16,
+            frames,
+            unchanged,
+            new as u64,
+            size as u64,
+            now,
+        ),
+        None => collector.on_alloc_untraced(kind as u16, new as u64, size as u64, now),
+    }
+}
+
+/// `realloc`/`reallocarray` of `old` to `size` bytes: `call` performs glibc's
+/// call. The collector lock is held across it, so no other thread can be
+/// handed the old address and record it before we release it.
+pub fn on_realloc(
+    g: &Guard,
+    kind: AllocKind,
+    old: *mut c_void,
+    size: usize,
+    call: impl FnOnce() -> *mut c_void,
+) -> *mut c_void {
+    let Some(t) = get(g) else { return call() };
+    let now = now_mono_ns().saturating_sub(t.start_mono_ns);
+    let mut call = Some(call);
+    let mut result = std::ptr::null_mut();
+    let _ = with_thread(t, |ts| {
+        let unchanged = capture(t, ts, now);
+        let mut core = t.core.lock();
+        account_thread(&mut core, ts);
+        if let Some(c) = call.take() {
+            result = c();
+            let errno = crate::errno::get();
+            let frames: &[u64] = &ts.frames;
+            record_realloc(
+                &mut core.collector,
+                kind,
+                old,
+                size,
+                result,
+                Some((&mut ts.cursor, frames, unchanged)),
+                now,
+            );
+            crate::errno::set(errno);
+        }
+    });
+    if let Some(c) = call.take() {
+        let mut core = t.core.lock();
+        result = c();
+        let errno = crate::errno::get();
+        record_realloc(&mut core.collector, kind, old, size, result, None, now);
+        crate::errno::set(errno);
+    }
+    result
+}
+
+/// A thread is exiting: fold its leftovers into the process state.
+/// Called by the thread-exit destructor before it frees the state.
+pub fn clear_thread_slot() {
+    let _ = THREAD.try_with(|slot| slot.clear());
+}
+
+pub fn thread_exit(mut ts: Box<ThreadState>) {
+    if let Some(t) = running() {
+        let d = ts.take_stats_delta();
+        let mut core = t.core.lock();
+        add_stats(&mut core.unwind, &d);
+        core.collector.release_cursor(&mut ts.cursor);
+        core.mpi.release_cursor(&mut ts.mpi_cursor);
+    }
+}
+
+/// Flush the calling thread's statistics (before taking the report).
+pub fn flush_current_thread(t: &Tracer) {
+    let _ = with_thread(t, |ts| {
+        let d = ts.take_stats_delta();
+        add_stats(&mut t.core.lock().unwind, &d);
+    });
+}

@@ -1,0 +1,84 @@
+//! The C entry points `libwmhcct.so` looks up with `dlsym` after MPI_Init.
+//! Both are collective over MPI_COMM_WORLD.
+
+use std::ffi::{c_int, c_void};
+use std::sync::Mutex;
+
+use mpi::topology::SimpleCommunicator;
+use mpi::traits::*;
+
+use crate::reduce;
+
+/// The tracer's private communicator (a duplicate of the world), so its
+/// traffic can never match the program's messages.
+struct Private(SimpleCommunicator);
+// SAFETY: the communicator is only used by the thread that calls into this
+// library, one call at a time (MPI_Init and MPI_Finalize of the program).
+unsafe impl Send for Private {}
+
+static COMM: Mutex<Option<Private>> = Mutex::new(None);
+
+/// After PMPI_Init: rank and size of the world, and rank 0's report path
+/// (in `path[..*len]` on rank 0, of capacity `cap`) broadcast to every rank.
+///
+/// # Safety
+/// All pointers valid; `path` holds `cap` bytes.
+#[no_mangle]
+pub unsafe extern "C" fn wmhcct_mpi_init(
+    rank: *mut c_int,
+    size: *mut c_int,
+    path: *mut u8,
+    cap: usize,
+    len: *mut usize,
+) -> c_int {
+    let world = SimpleCommunicator::world();
+    let private = world.duplicate();
+    let r = private.rank();
+    // SAFETY: caller passes valid out-pointers and a buffer of `cap` bytes.
+    unsafe {
+        *rank = r;
+        *size = private.size();
+        let buf = std::slice::from_raw_parts_mut(path, cap);
+        let mut n = [*len as u64];
+        private.process_at_rank(0).broadcast_into(&mut n[..]);
+        let n = (n[0] as usize).min(cap);
+        private.process_at_rank(0).broadcast_into(&mut buf[..n]);
+        *len = n;
+    }
+    if let Ok(mut c) = COMM.lock() {
+        *c = Some(Private(private));
+    }
+    0
+}
+
+/// Merge every rank's profile (`data[..len]`, encoded) up a binomial tree;
+/// rank 0 hands the job's profile to `sink(bytes, len, ctx)`.
+///
+/// # Safety
+/// `data` holds `len` bytes; `sink` is callable with `ctx`.
+#[no_mangle]
+pub unsafe extern "C" fn wmhcct_mpi_reduce(
+    data: *const u8,
+    len: usize,
+    capacity: u64,
+    sink: extern "C" fn(*const u8, usize, *mut c_void),
+    ctx: *mut c_void,
+) -> c_int {
+    let Ok(guard) = COMM.lock() else { return 1 };
+    let Some(Private(comm)) = guard.as_ref() else {
+        return 1;
+    };
+    // SAFETY: caller passes `len` readable bytes.
+    let local = unsafe { std::slice::from_raw_parts(data, len) };
+    match reduce::reduce(comm, local, capacity as usize) {
+        Ok(Some(merged)) => {
+            sink(merged.as_ptr(), merged.len(), ctx);
+            0
+        }
+        Ok(None) => 0,
+        Err(e) => {
+            eprintln!("wmhcct: rank {}: {e}", comm.rank());
+            1
+        }
+    }
+}

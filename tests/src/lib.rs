@@ -1,0 +1,447 @@
+//! Helpers for the end-to-end tests: find the built tracer and CLI, compile
+//! the test programs of `tests/programs/`, run them with and without
+//! `LD_PRELOAD=libwmhcct.so`, and read reports through `wmhcct report --json`.
+//!
+//! The library under test is the release build of the workspace
+//! (`target/release/libwmhcct.so`, `target/release/wmhcct`), or the files
+//! named by `WMHCCT_LIB` / `WMHCCT_BIN`. A missing build is a failure, never a
+//! skip.
+
+use std::ffi::OsStr;
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::time::{Duration, Instant};
+
+pub use serde_json::Value;
+
+/// The workspace root (the parent of this crate).
+pub fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("tests/ has a parent")
+        .to_path_buf()
+}
+
+fn built(var: &str, name: &str) -> PathBuf {
+    let p = match std::env::var_os(var).filter(|v| !v.is_empty()) {
+        Some(v) => PathBuf::from(v),
+        None => root().join("target/release").join(name),
+    };
+    assert!(
+        p.is_file(),
+        "{} is missing (from {}): run cargo build --release first",
+        p.display(),
+        if std::env::var_os(var).is_some() {
+            var
+        } else {
+            "target/release"
+        }
+    );
+    p
+}
+
+/// `libwmhcct.so`: `WMHCCT_LIB`, else `target/release/libwmhcct.so`.
+pub fn lib() -> PathBuf {
+    built("WMHCCT_LIB", "libwmhcct.so")
+}
+
+/// The `wmhcct` CLI: `WMHCCT_BIN`, else `target/release/wmhcct`.
+pub fn bin() -> PathBuf {
+    built("WMHCCT_BIN", "wmhcct")
+}
+
+/// The Debian Python (the `python3` on PATH may be a shell shim).
+pub const PYTHON: &str = "/usr/bin/python3";
+
+/// A fresh directory for one test, removed when the test passes and kept
+/// (for a look at the report) when it fails.
+pub struct WorkDir {
+    pub path: PathBuf,
+}
+
+impl WorkDir {
+    pub fn new(name: &str) -> WorkDir {
+        static N: AtomicU32 = AtomicU32::new(0);
+        let path = std::env::temp_dir().join(format!(
+            "wmhcct-e2e-{name}-{}-{}",
+            std::process::id(),
+            N.fetch_add(1, Ordering::Relaxed)
+        ));
+        let _ = std::fs::remove_dir_all(&path);
+        std::fs::create_dir_all(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        WorkDir { path }
+    }
+
+    pub fn join(&self, p: impl AsRef<Path>) -> PathBuf {
+        self.path.join(p)
+    }
+}
+
+impl Drop for WorkDir {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            eprintln!("kept {} for inspection", self.path.display());
+        } else {
+            let _ = std::fs::remove_dir_all(&self.path);
+        }
+    }
+}
+
+/// Optimisation level of a compiled test program.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Opt {
+    /// `-O0 -g -fno-omit-frame-pointer -fno-inline`: exact stacks.
+    Debug,
+    /// `-O2 -g -fno-omit-frame-pointer` (the programs mark their functions
+    /// noinline/noclone and avoid tail calls).
+    Release,
+}
+
+/// Compile `tests/programs/<src>` into `dir` with the compiler chosen by the
+/// extension (`.c`: cc, `.cpp`: c++, `.f90`: gfortran) and return the
+/// executable.
+pub fn compile(src: &str, dir: &Path, opt: Opt, extra: &[&str]) -> PathBuf {
+    let source = root().join("tests/programs").join(src);
+    assert!(source.is_file(), "{} is missing", source.display());
+    let compiler = match source.extension().and_then(OsStr::to_str) {
+        Some("c") => "cc",
+        Some("cpp") | Some("cc") => "c++",
+        Some("f90") | Some("f") => "gfortran",
+        other => panic!("no compiler for {src} ({other:?})"),
+    };
+    let stem = Path::new(src)
+        .file_stem()
+        .unwrap()
+        .to_string_lossy()
+        .into_owned();
+    let exe = dir.join(match opt {
+        Opt::Debug => format!("{stem}-O0"),
+        Opt::Release => format!("{stem}-O2"),
+    });
+    let flags: &[&str] = match opt {
+        Opt::Debug => &["-O0", "-g", "-fno-omit-frame-pointer", "-fno-inline"],
+        Opt::Release => &["-O2", "-g", "-fno-omit-frame-pointer"],
+    };
+    let out = Command::new(compiler)
+        .current_dir(dir)
+        .args(flags)
+        .args(extra)
+        .arg("-o")
+        .arg(&exe)
+        .arg(&source)
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run {compiler} (run scripts/setup.sh): {e}"));
+    assert!(
+        out.status.success(),
+        "{compiler} {src} failed:\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    exe
+}
+
+/// The outcome of one command.
+#[derive(Debug, Clone)]
+pub struct Output {
+    /// Exit code, or 128 + signal number when killed by a signal.
+    pub code: i32,
+    pub stdout: String,
+    pub stderr: String,
+    pub elapsed: Duration,
+}
+
+impl Output {
+    pub fn describe(&self) -> String {
+        format!(
+            "exit {}\n--- stdout ---\n{}\n--- stderr ---\n{}",
+            self.code,
+            truncate(&self.stdout),
+            truncate(&self.stderr)
+        )
+    }
+}
+
+fn truncate(s: &str) -> &str {
+    match s.char_indices().nth(4000) {
+        Some((i, _)) => &s[..i],
+        None => s,
+    }
+}
+
+/// Default time limit of a command: a hang is a failure, not a stuck suite.
+pub const TIMEOUT: Duration = Duration::from_secs(120);
+
+/// Run `cmd` to completion, capturing stdout and stderr; kill it and panic
+/// after `timeout`.
+pub fn run_cmd(cmd: &mut Command, timeout: Duration) -> Output {
+    use std::os::unix::process::ExitStatusExt;
+    let start = Instant::now();
+    let mut child = cmd
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("cannot start {cmd:?}: {e}"));
+    // Drain both pipes on threads so a chatty child never blocks.
+    let mut so = child.stdout.take().unwrap();
+    let mut se = child.stderr.take().unwrap();
+    let to = std::thread::spawn(move || {
+        let mut v = Vec::new();
+        let _ = so.read_to_end(&mut v);
+        v
+    });
+    let te = std::thread::spawn(move || {
+        let mut v = Vec::new();
+        let _ = se.read_to_end(&mut v);
+        v
+    });
+    let status = loop {
+        if let Some(s) = child.try_wait().expect("wait") {
+            break s;
+        }
+        if start.elapsed() > timeout {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("{cmd:?} did not finish within {timeout:?} (deadlock?): killed");
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    };
+    let elapsed = start.elapsed();
+    let stdout = String::from_utf8_lossy(&to.join().unwrap()).into_owned();
+    let stderr = String::from_utf8_lossy(&te.join().unwrap()).into_owned();
+    let code = status
+        .code()
+        .unwrap_or_else(|| 128 + status.signal().unwrap_or(0));
+    Output {
+        code,
+        stdout,
+        stderr,
+        elapsed,
+    }
+}
+
+/// A command for `exe args` in `dir`, with no tracer variables inherited
+/// from the environment of the test run.
+pub fn command<S: AsRef<OsStr>>(exe: impl AsRef<OsStr>, args: &[S], dir: &Path) -> Command {
+    let mut c = Command::new(exe);
+    c.args(args).current_dir(dir).env_remove("LD_PRELOAD");
+    for (k, _) in std::env::vars_os() {
+        if k.to_string_lossy().starts_with("WMHCCT_") {
+            c.env_remove(k);
+        }
+    }
+    c
+}
+
+/// Run `exe args` without the tracer.
+pub fn run_plain<S: AsRef<OsStr>>(exe: impl AsRef<OsStr>, args: &[S], dir: &Path) -> Output {
+    run_cmd(&mut command(exe, args, dir), TIMEOUT)
+}
+
+/// Run `exe args` with `LD_PRELOAD=libwmhcct.so`, `WMHCCT_OUT=report` and
+/// `env`.
+pub fn run_traced<S: AsRef<OsStr>>(
+    exe: impl AsRef<OsStr>,
+    args: &[S],
+    dir: &Path,
+    report: &Path,
+    env: &[(&str, &str)],
+) -> Output {
+    run_traced_timeout(exe, args, dir, report, env, TIMEOUT)
+}
+
+pub fn run_traced_timeout<S: AsRef<OsStr>>(
+    exe: impl AsRef<OsStr>,
+    args: &[S],
+    dir: &Path,
+    report: &Path,
+    env: &[(&str, &str)],
+    timeout: Duration,
+) -> Output {
+    let mut c = command(exe, args, dir);
+    c.env("LD_PRELOAD", lib()).env("WMHCCT_OUT", report);
+    for (k, v) in env {
+        c.env(k, v);
+    }
+    run_cmd(&mut c, timeout)
+}
+
+/// The tracer's own lines on stderr (they start with `wmhcct:`).
+pub fn tracer_lines(stderr: &str) -> Vec<&str> {
+    stderr.lines().filter(|l| l.starts_with("wmhcct")).collect()
+}
+
+/// stderr without the tracer's closing line naming `report`.
+pub fn without_closing_line(stderr: &str, report: &Path) -> String {
+    let name = report.to_string_lossy();
+    stderr
+        .lines()
+        .filter(|l| !(l.starts_with("wmhcct") && l.contains(name.as_ref())))
+        .map(|l| format!("{l}\n"))
+        .collect()
+}
+
+/// A clean run's stderr is empty, or exactly one line that names the report.
+pub fn assert_clean_stderr(out: &Output, report: &Path) {
+    let lines: Vec<&str> = out.stderr.lines().collect();
+    let name = report.to_string_lossy();
+    assert!(
+        lines.is_empty() || (lines.len() == 1 && lines[0].contains(name.as_ref())),
+        "a clean run prints nothing, or one closing line naming {name}; got:\n{}",
+        out.stderr
+    );
+}
+
+/// `wmhcct report <h5> --json`, parsed.
+pub fn report_json(h5: &Path) -> Value {
+    assert!(
+        h5.is_file(),
+        "no report at {} (directory has: {:?})",
+        h5.display(),
+        h5.parent()
+            .and_then(|d| std::fs::read_dir(d).ok())
+            .map(|r| r
+                .filter_map(|e| e.ok())
+                .map(|e| e.file_name())
+                .collect::<Vec<_>>())
+    );
+    let out = run_cmd(
+        Command::new(bin())
+            .arg("report")
+            .arg(h5)
+            .arg("--json")
+            .env_remove("LD_PRELOAD"),
+        TIMEOUT,
+    );
+    assert_eq!(
+        out.code,
+        0,
+        "wmhcct report {} --json: {}",
+        h5.display(),
+        out.describe()
+    );
+    serde_json::from_str(&out.stdout).unwrap_or_else(|e| {
+        panic!(
+            "wmhcct report --json printed no JSON ({e}):\n{}",
+            truncate(&out.stdout)
+        )
+    })
+}
+
+/// Does the frame's function name `name`? Accepts C names, GCC clones
+/// (`name.constprop.0`), C++ (`ns::name(args)`) and Fortran module
+/// procedures (`mod::name`, `__mod_MOD_name`).
+pub fn is_fn(function: &str, name: &str) -> bool {
+    let f = function.split('(').next().unwrap_or(function);
+    f == name
+        || f.strip_prefix(name).is_some_and(|r| r.starts_with('.'))
+        || f.ends_with(&format!("::{name}"))
+        || f.ends_with(&format!("_MOD_{name}"))
+}
+
+/// The function names of a context's stack, innermost first.
+pub fn stack_names(ctx: &Value) -> Vec<String> {
+    ctx["stack"]
+        .as_array()
+        .map(|s| {
+            s.iter()
+                .map(|f| f["function"].as_str().unwrap_or("").to_string())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// Index of the first frame naming `name`.
+pub fn frame_index(ctx: &Value, name: &str) -> Option<usize> {
+    stack_names(ctx).iter().position(|f| is_fn(f, name))
+}
+
+/// The report's contexts.
+pub fn contexts(r: &Value) -> &Vec<Value> {
+    r["contexts"]
+        .as_array()
+        .unwrap_or_else(|| panic!("report has no contexts list: {r}"))
+}
+
+/// Contexts of `kind` whose stack contains `name`.
+pub fn contexts_with<'a>(r: &'a Value, kind: &str, name: &str) -> Vec<&'a Value> {
+    contexts(r)
+        .iter()
+        .filter(|c| c["kind"] == kind && frame_index(c, name).is_some())
+        .collect()
+}
+
+/// The one context of `kind` whose stack contains `name`.
+pub fn context_with<'a>(r: &'a Value, kind: &str, name: &str) -> &'a Value {
+    let found = contexts_with(r, kind, name);
+    assert_eq!(
+        found.len(),
+        1,
+        "expected one {kind} context through {name}, found {}: {}",
+        found.len(),
+        summary(r)
+    );
+    found[0]
+}
+
+/// A short listing of the contexts for failure messages.
+pub fn summary(r: &Value) -> String {
+    let mut s = String::new();
+    if let Some(cs) = r["contexts"].as_array() {
+        for c in cs.iter().take(40) {
+            s.push_str(&format!(
+                "\n  {} count {} bytes {} leaked {} : {}",
+                c["kind"],
+                c["count"],
+                c["bytes"],
+                c["leaked_bytes"],
+                stack_names(c).join(" < ")
+            ));
+        }
+    }
+    s
+}
+
+pub fn u64_of(v: &Value) -> u64 {
+    v.as_u64()
+        .unwrap_or_else(|| panic!("not an unsigned integer: {v}"))
+}
+
+/// `totals.<kind>.count`.
+pub fn total_count(r: &Value, kind: &str) -> u64 {
+    u64_of(&r["totals"][kind]["count"])
+}
+
+/// `totals.<kind>.bytes`.
+pub fn total_bytes(r: &Value, kind: &str) -> u64 {
+    u64_of(&r["totals"][kind]["bytes"])
+}
+
+/// The ten interposed C allocator entry points.
+pub const ALLOCATORS: [&str; 10] = [
+    "malloc",
+    "calloc",
+    "realloc",
+    "free",
+    "posix_memalign",
+    "aligned_alloc",
+    "memalign",
+    "valloc",
+    "pvalloc",
+    "reallocarray",
+];
+
+/// The ten C allocators' totals, compactly, for failure messages.
+pub fn alloc_totals(r: &Value) -> String {
+    ALLOCATORS
+        .iter()
+        .map(|k| {
+            format!(
+                "{k}={}/{}B",
+                r["totals"][k]["count"], r["totals"][k]["bytes"]
+            )
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}

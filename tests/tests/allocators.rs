@@ -1,0 +1,76 @@
+//! Every interposed allocator entry point (tests/programs/allocators.c),
+//! failure cases included: the program observes the same results (return
+//! values, errno, alignment, malloc_usable_size) with and without the
+//! tracer, and the report counts exactly the calls it made.
+
+use wmhcct_e2e::*;
+
+/// `CALLS <function> <calls> <bytes>` lines of the program's output.
+fn calls(stdout: &str) -> Vec<(String, u64, u64)> {
+    stdout
+        .lines()
+        .filter_map(|l| l.strip_prefix("CALLS "))
+        .map(|l| {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            (
+                f[0].to_string(),
+                f[1].parse().unwrap(),
+                f[2].parse().unwrap(),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn every_entry_point_same_results_and_exact_counts() {
+    let w = WorkDir::new("allocators");
+    let exe = compile("allocators.c", &w.path, Opt::Debug, &[]);
+    let plain = run_plain(&exe, &[] as &[&str], &w.path);
+    assert_eq!(plain.code, 0, "without the tracer: {}", plain.describe());
+    assert!(
+        plain.stdout.contains("malloc(SIZE_MAX): NULL errno=ENOMEM"),
+        "{}",
+        plain.stdout
+    );
+
+    let h5 = w.join("allocators.h5");
+    let traced = run_traced(&exe, &[] as &[&str], &w.path, &h5, &[]);
+    assert_eq!(traced.code, 0, "with the tracer: {}", traced.describe());
+    // Line by line, for a readable failure.
+    for (p, t) in plain.stdout.lines().zip(traced.stdout.lines()) {
+        assert_eq!(t, p, "the tracer changed what the program observes");
+    }
+    assert_eq!(traced.stdout, plain.stdout, "whole output");
+    assert_clean_stderr(&traced, &h5);
+
+    let r = report_json(&h5);
+    let made = calls(&plain.stdout);
+    assert_eq!(made.len(), 10, "{}", plain.stdout);
+    let mut wrong = Vec::new();
+    for (kind, n, bytes) in &made {
+        assert!(ALLOCATORS.contains(&kind.as_str()), "{kind}");
+        let (rn, rb) = (total_count(&r, kind), total_bytes(&r, kind));
+        if rn != *n {
+            wrong.push(format!("{kind}: {n} calls made, report counts {rn}"));
+        }
+        // Bytes are those of the successful allocations (free: bytes released).
+        if kind != "free" && rb != *bytes {
+            wrong.push(format!("{kind}: {bytes} bytes allocated, report has {rb}"));
+        }
+    }
+    assert!(
+        wrong.is_empty(),
+        "totals differ from the calls made:\n  {}\ntotals: {}",
+        wrong.join("\n  "),
+        alloc_totals(&r)
+    );
+    // Everything the program allocated was freed; realloc(p, 0) freed its block.
+    assert_eq!(u64_of(&r["live_bytes"]), 0, "nothing leaks: {}", r["heap"]);
+    // Every non-NULL free is of a block the program allocated.
+    assert_eq!(
+        u64_of(&r["heap"]["unknown_frees"]),
+        0,
+        "unknown frees: {}",
+        r["heap"]
+    );
+}

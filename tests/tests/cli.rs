@@ -1,0 +1,152 @@
+//! The `wmhcct` command: bad input to `report` fails cleanly (one line on
+//! stderr naming the file, no panic), and `run` passes the exit code on.
+
+use std::path::Path;
+use std::process::Command;
+
+use wmhcct_e2e::*;
+
+fn report_fails_cleanly(file: &Path) {
+    let out = run_cmd(
+        Command::new(bin())
+            .arg("report")
+            .arg(file)
+            .arg("--json")
+            .env("RUST_BACKTRACE", "0"),
+        TIMEOUT,
+    );
+    let what = format!("wmhcct report {}: {}", file.display(), out.describe());
+    assert_ne!(out.code, 0, "{what}");
+    assert!(out.code < 128, "killed by a signal: {what}");
+    let lines: Vec<&str> = out.stderr.lines().collect();
+    assert_eq!(lines.len(), 1, "exactly one line on stderr: {what}");
+    assert!(
+        lines[0].contains(&*file.to_string_lossy()),
+        "the line names the file: {what}"
+    );
+    assert!(
+        !out.stderr.contains("panicked") && !out.stderr.contains("RUST_BACKTRACE"),
+        "{what}"
+    );
+    assert!(out.stdout.is_empty(), "nothing on stdout: {what}");
+}
+
+/// A real report, for the truncated-file case.
+fn real_report(w: &WorkDir) -> std::path::PathBuf {
+    let exe = compile("exitcode.c", &w.path, Opt::Debug, &[]);
+    let h5 = w.join("real.h5");
+    let out = run_traced(&exe, &["0"], &w.path, &h5, &[]);
+    assert_eq!(out.code, 0, "{}", out.describe());
+    assert!(h5.is_file(), "no report written: {}", out.describe());
+    h5
+}
+
+#[test]
+fn report_missing_file() {
+    let w = WorkDir::new("cli-missing");
+    report_fails_cleanly(&w.join("does-not-exist.h5"));
+}
+
+#[test]
+fn report_empty_file() {
+    let w = WorkDir::new("cli-empty");
+    let p = w.join("empty.h5");
+    std::fs::write(&p, b"").unwrap();
+    report_fails_cleanly(&p);
+}
+
+#[test]
+fn report_text_file() {
+    let w = WorkDir::new("cli-text");
+    let p = w.join("notes.h5");
+    std::fs::write(&p, "this is not a report\njust text\n").unwrap();
+    report_fails_cleanly(&p);
+}
+
+#[test]
+fn report_random_bytes() {
+    let w = WorkDir::new("cli-random");
+    let p = w.join("random.h5");
+    // Deterministic pseudo-random bytes (xorshift).
+    let mut x: u64 = 0x9e3779b97f4a7c15;
+    let bytes: Vec<u8> = (0..65536)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x as u8
+        })
+        .collect();
+    std::fs::write(&p, bytes).unwrap();
+    report_fails_cleanly(&p);
+}
+
+#[test]
+fn report_truncated_report() {
+    let w = WorkDir::new("cli-truncated");
+    let h5 = real_report(&w);
+    let data = std::fs::read(&h5).unwrap();
+    let p = w.join("truncated.h5");
+    std::fs::write(&p, &data[..data.len() / 2]).unwrap();
+    report_fails_cleanly(&p);
+}
+
+#[test]
+fn report_foreign_hdf5() {
+    let w = WorkDir::new("cli-foreign");
+    let p = w.join("foreign.h5");
+    let script = format!(
+        "import h5py; h5py.File({:?}, 'w').create_dataset('x', data=[1, 2])",
+        p.to_str().unwrap()
+    );
+    let out = run_plain(PYTHON, &["-c", &script], &w.path);
+    assert_eq!(
+        out.code,
+        0,
+        "h5py (run scripts/setup.sh): {}",
+        out.describe()
+    );
+    report_fails_cleanly(&p);
+}
+
+#[test]
+fn run_passes_exit_code_and_writes_report() {
+    let w = WorkDir::new("cli-run");
+    let exe = compile("exitcode.c", &w.path, Opt::Debug, &[]);
+    let h5 = w.join("run.h5");
+    let mut c = command(bin(), &[] as &[&str], &w.path);
+    c.arg("run").arg("--out").arg(&h5).arg("--").arg(&exe);
+    let out = run_cmd(&mut c, TIMEOUT);
+    assert_eq!(out.code, 7, "exit code passed on: {}", out.describe());
+    assert_eq!(out.stdout, "exiting with 7\n");
+    assert_clean_stderr(&out, &h5);
+    let r = report_json(&h5);
+    assert_eq!(total_count(&r, "calloc"), 1, "{}", alloc_totals(&r));
+    let work = context_with(&r, "malloc", "work");
+    assert_eq!(u64_of(&work["count"]), 1, "{work}");
+    assert_eq!(u64_of(&work["leaked_bytes"]), 1000, "{work}");
+
+    // Another code, through arguments.
+    let h5b = w.join("run3.h5");
+    let mut c = command(bin(), &[] as &[&str], &w.path);
+    c.arg("run")
+        .arg("--out")
+        .arg(&h5b)
+        .arg("--")
+        .arg(&exe)
+        .arg("3");
+    let out = run_cmd(&mut c, TIMEOUT);
+    assert_eq!(out.code, 3, "{}", out.describe());
+    assert!(h5b.is_file());
+}
+
+#[test]
+fn preload_passes_exit_code() {
+    let w = WorkDir::new("preload-exit");
+    let exe = compile("exitcode.c", &w.path, Opt::Debug, &[]);
+    let h5 = w.join("exit.h5");
+    let out = run_traced(&exe, &["42"], &w.path, &h5, &[]);
+    assert_eq!(out.code, 42, "{}", out.describe());
+    assert_clean_stderr(&out, &h5);
+    assert!(h5.is_file());
+}

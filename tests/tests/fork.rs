@@ -1,0 +1,139 @@
+//! fork and fork+exec (tests/programs/forking.c).
+//!
+//! What the processes write: the traced parent writes WMHCCT_OUT
+//! (`forking.h5`). A forked child keeps tracing, and a program a traced
+//! process starts (fork+exec of /bin/echo) is traced too; each such process
+//! writes its own report `<stem>-<pid>.h5` (`forking-<pid>.h5`), so it never
+//! clobbers the parent's. A forked child's report starts with the parent's
+//! history up to the fork. The parent's report holds only the parent's
+//! events: 50 x 64 B before the fork and 25 x 256 B after, and none of the
+//! child's.
+
+use std::path::PathBuf;
+
+use wmhcct_e2e::*;
+
+/// Reports named `forking-<pid>.h5` in `dir`.
+fn child_reports(dir: &std::path::Path) -> Vec<PathBuf> {
+    let mut v: Vec<PathBuf> = std::fs::read_dir(dir)
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .map(|e| e.path())
+        .filter(|p| {
+            let n = p.file_name().unwrap().to_string_lossy();
+            n.starts_with("forking-") && n.ends_with(".h5")
+        })
+        .collect();
+    v.sort();
+    v
+}
+
+fn check_parent(r: &Value, exe_name: &str) {
+    assert!(
+        r["program"].as_str().unwrap_or("").ends_with(exe_name),
+        "the parent's report is the parent's: program {}",
+        r["program"]
+    );
+    let before = context_with(r, "malloc", "parent_before");
+    assert_eq!(u64_of(&before["count"]), 50, "{before}");
+    assert_eq!(u64_of(&before["bytes"]), 50 * 64, "{before}");
+    assert_eq!(
+        frame_index(before, "parent_before"),
+        Some(0),
+        "{:?}",
+        stack_names(before)
+    );
+    let after = context_with(r, "malloc", "parent_after");
+    assert_eq!(u64_of(&after["count"]), 25, "{after}");
+    assert_eq!(u64_of(&after["bytes"]), 25 * 256, "{after}");
+    assert!(
+        contexts_with(r, "malloc", "child_work").is_empty(),
+        "the child's allocations are not in the parent's report: {}",
+        summary(r)
+    );
+    assert_eq!(
+        u64_of(&r["live_bytes"]),
+        0,
+        "the parent frees everything: {}",
+        r["heap"]
+    );
+}
+
+#[test]
+fn fork_exec_echo() {
+    let w = WorkDir::new("forkexec");
+    let exe = compile("forking.c", &w.path, Opt::Debug, &[]);
+    let plain = run_plain(&exe, &["exec"], &w.path);
+    assert_eq!(plain.code, 0, "{}", plain.describe());
+    assert_eq!(plain.stdout, "hello from the child\nparent: child exit 0\n");
+
+    let h5 = w.join("forking.h5");
+    let out = run_traced(&exe, &["exec"], &w.path, &h5, &[]);
+    assert_eq!(out.code, 0, "{}", out.describe());
+    assert_eq!(
+        out.stdout, plain.stdout,
+        "echo's output and the parent's are unchanged"
+    );
+    // Each traced process may print one closing line naming its report.
+    for l in out.stderr.lines() {
+        assert!(
+            l.starts_with("wmhcct") && l.contains("forking"),
+            "unexpected stderr line: {l}\n{}",
+            out.stderr
+        );
+    }
+    let r = report_json(&h5);
+    check_parent(&r, "forking-O0");
+    // The exec'd echo is traced under its own pid (it allocates in
+    // setlocale) and does not overwrite the parent's report.
+    let kids = child_reports(&w.path);
+    assert_eq!(kids.len(), 1, "one report for the exec'd echo: {kids:?}");
+    let c = report_json(&kids[0]);
+    assert_ne!(c["pid"], r["pid"], "the child report is another process's");
+    assert!(
+        c["program"].as_str().unwrap_or("").ends_with("echo"),
+        "the child report is echo's: {}",
+        c["program"]
+    );
+}
+
+#[test]
+fn fork_without_exec_child_allocates() {
+    let w = WorkDir::new("forknoexec");
+    let exe = compile("forking.c", &w.path, Opt::Debug, &[]);
+    let h5 = w.join("forking.h5");
+    let out = run_traced(&exe, &["noexec"], &w.path, &h5, &[]);
+    assert_eq!(out.code, 0, "{}", out.describe());
+    assert_eq!(out.stdout, "parent: child exit 0\n");
+    let r = report_json(&h5);
+    check_parent(&r, "forking-O0");
+
+    // The child keeps tracing and writes forking-<childpid>.h5: the parent's
+    // history up to the fork plus its own 30 x 128 B.
+    let kids = child_reports(&w.path);
+    assert_eq!(kids.len(), 1, "one report for the forked child: {kids:?}");
+    let c = report_json(&kids[0]);
+    assert_ne!(c["pid"], r["pid"]);
+    assert!(
+        kids[0]
+            .to_string_lossy()
+            .ends_with(&format!("forking-{}.h5", c["pid"])),
+        "child report named after the child's pid {}: {}",
+        c["pid"],
+        kids[0].display()
+    );
+    let work = context_with(&c, "malloc", "child_work");
+    assert_eq!(u64_of(&work["count"]), 30, "{work}");
+    assert_eq!(u64_of(&work["bytes"]), 30 * 128, "{work}");
+    let inherited = context_with(&c, "malloc", "parent_before");
+    assert_eq!(
+        u64_of(&inherited["count"]),
+        50,
+        "history up to the fork: {inherited}"
+    );
+    assert!(
+        contexts_with(&c, "malloc", "parent_after").is_empty(),
+        "the parent's later events are not the child's: {}",
+        summary(&c)
+    );
+}

@@ -1,0 +1,151 @@
+//! The heuristic unwinder on a deep-stack program (tests/programs/deep_stack.c:
+//! depth 32, 1000 contexts, bursts of neighbouring contexts, phases that jump
+//! across the tree). With `second` and default reseeding the tracer's own
+//! validation must report accuracy ≥ 99.5%, `first` less; and those figures
+//! must agree with an independent exact check: the per-context counts of a
+//! `full` unwind with an exact CCT (`WMHCCT_EXACT=1`) against the heuristic
+//! report's.
+
+use std::collections::HashMap;
+
+use wmhcct_e2e::*;
+
+const EVENTS: u64 = 200_000;
+/// Validate one stack in 20: ~10 000 validated stacks, a tight estimate.
+const VALIDATE: &str = "0.05";
+
+/// malloc counts per context, keyed by the stack's (module, address) list.
+fn malloc_counts(r: &Value) -> HashMap<Vec<String>, u64> {
+    let mut m = HashMap::new();
+    for c in contexts(r).iter().filter(|c| c["kind"] == "malloc") {
+        let key: Vec<String> = c["stack"]
+            .as_array()
+            .map(|s| {
+                s.iter()
+                    .map(|f| format!("{}+{}", f["module"], f["address"]))
+                    .collect()
+            })
+            .unwrap_or_default();
+        *m.entry(key).or_insert(0) += u64_of(&c["count"]);
+    }
+    m
+}
+
+/// Fraction of events attributed to another context than the exact one
+/// (half the L1 distance of the count vectors: a lower bound of the wrong
+/// fraction, equal to it when wrong attributions do not cancel).
+fn misattributed(exact: &HashMap<Vec<String>, u64>, got: &HashMap<Vec<String>, u64>) -> f64 {
+    let mut diff = 0u64;
+    for (k, &e) in exact {
+        diff += e.abs_diff(got.get(k).copied().unwrap_or(0));
+    }
+    for (k, &g) in got {
+        if !exact.contains_key(k) {
+            diff += g;
+        }
+    }
+    diff as f64 / 2.0 / exact.values().sum::<u64>() as f64
+}
+
+struct Run {
+    report: Value,
+    accuracy: f64,
+    validated: u64,
+}
+
+fn traced(dir: &WorkDir, exe: &std::path::Path, name: &str, env: &[(&str, &str)]) -> Run {
+    let rep = dir.join(format!("{name}.h5"));
+    let events = EVENTS.to_string();
+    let out = run_traced(exe, &[events.as_str()], &dir.path, &rep, env);
+    assert_eq!(out.code, 0, "{name}: {}", out.describe());
+    assert!(out.stdout.contains("deep_stack done"), "{}", out.describe());
+    let report = report_json(&rep);
+    let u = &report["unwind"];
+    Run {
+        accuracy: u["accuracy"].as_f64().unwrap_or(-1.0),
+        validated: u64_of(&u["validated"]),
+        report,
+    }
+}
+
+#[test]
+fn second_match_is_accurate_and_its_reported_accuracy_matches_an_exact_check() {
+    let dir = WorkDir::new("heuristic");
+    let exe = compile("deep_stack.c", &dir.path, Opt::Release, &[]);
+    let exact = traced(
+        &dir,
+        &exe,
+        "exact",
+        &[("WMHCCT_UNWIND", "full"), ("WMHCCT_EXACT", "1")],
+    );
+    let second = traced(
+        &dir,
+        &exe,
+        "second",
+        &[("WMHCCT_UNWIND", "second"), ("WMHCCT_VALIDATE", VALIDATE)],
+    );
+    let first = traced(
+        &dir,
+        &exe,
+        "first",
+        &[("WMHCCT_UNWIND", "first"), ("WMHCCT_VALIDATE", VALIDATE)],
+    );
+    assert_eq!(second.report["unwind"]["mode"], "second");
+    assert_eq!(first.report["unwind"]["mode"], "first");
+
+    let truth = malloc_counts(&exact.report);
+    assert!(
+        truth.len() >= 1000,
+        "the program has 1000 contexts; the exact CCT has {}",
+        truth.len()
+    );
+    assert!(
+        second.validated >= 1000 && first.validated >= 1000,
+        "validated stacks: second {}, first {}",
+        second.validated,
+        first.validated
+    );
+
+    // The tracer's own figures.
+    assert!(
+        second.accuracy >= 0.995,
+        "second-match accuracy {} < 0.995 ({} validated)",
+        second.accuracy,
+        second.validated
+    );
+    assert!(
+        first.accuracy < second.accuracy,
+        "first-match accuracy {} should be below second's {}",
+        first.accuracy,
+        second.accuracy
+    );
+
+    // The independent check agrees with them.
+    let wrong_second = misattributed(&truth, &malloc_counts(&second.report));
+    let wrong_first = misattributed(&truth, &malloc_counts(&first.report));
+    assert!(
+        (wrong_second - (1.0 - second.accuracy)).abs() <= 0.005,
+        "second: {wrong_second:.5} of events misattributed by the exact check, \
+         tracer reports accuracy {:.5}",
+        second.accuracy
+    );
+    assert!(
+        wrong_first <= (1.0 - first.accuracy) + 0.01,
+        "first: {wrong_first:.5} of events misattributed by the exact check, \
+         more than the tracer's accuracy {:.5} allows",
+        first.accuracy
+    );
+
+    // The HCCT built with `second` has the same hot contexts as the exact
+    // one, with counts within the measured inaccuracy.
+    let got = malloc_counts(&second.report);
+    let slack = ((1.0 - second.accuracy).max(wrong_second) * EVENTS as f64).ceil() as u64 + 1;
+    let hot_min = (1e-4 * EVENTS as f64) as u64 * 2;
+    for (k, &e) in truth.iter().filter(|(_, &e)| e >= hot_min) {
+        let g = got.get(k).copied().unwrap_or(0);
+        assert!(
+            g.abs_diff(e) <= slack,
+            "hot context {k:?}: exact {e}, second {g} (slack {slack})"
+        );
+    }
+}

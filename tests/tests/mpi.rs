@@ -1,0 +1,292 @@
+//! MPI end-to-end tests: real OpenMPI runs with 4 ranks (oversubscribed) of
+//! the pattern programs in tests/programs/, under libwmhcct.so, with
+//! assertions on the job's single report.
+//!
+//! Pattern (K = 100): rank r allocates (r+1)·K blocks in context A (`ctx_a`)
+//! and K blocks in context B (`ctx_b`); then one ring MPI_Sendrecv of 1000
+//! doubles, an MPI_Bcast of 100 ints, an MPI_Allreduce of 1 double and an
+//! MPI_Barrier per rank.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use serde_json::Value;
+
+const RANKS: u64 = 4;
+const K: u64 = 100;
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .unwrap()
+        .to_path_buf()
+}
+
+fn built(name: &str) -> PathBuf {
+    let p = root().join("target/release").join(name);
+    assert!(
+        p.exists(),
+        "{} is missing: run cargo build --release first",
+        p.display()
+    );
+    p
+}
+
+fn workdir(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("wmhcct-mpi-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+fn compile(compiler: &str, src: &str, dir: &Path) -> PathBuf {
+    let exe = dir.join(Path::new(src).file_stem().unwrap());
+    let out = Command::new(compiler)
+        .current_dir(dir)
+        .args(["-g", "-O1", "-fno-omit-frame-pointer", "-o"])
+        .arg(&exe)
+        .arg(root().join("tests/programs").join(src))
+        .output()
+        .unwrap_or_else(|e| panic!("{compiler}: {e}"));
+    assert!(
+        out.status.success(),
+        "{compiler} {src}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    exe
+}
+
+struct Run {
+    code: i32,
+    stdout: String,
+    stderr: String,
+}
+
+fn mpirun(np: u64, exe: &Path, args: &[&str], env: &[(&str, &str)], dir: &Path) -> Run {
+    let mut c = Command::new("mpirun");
+    c.current_dir(dir)
+        .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
+        .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
+        .args(["-np", &np.to_string(), "--oversubscribe"])
+        .arg("-x")
+        .arg(format!("LD_PRELOAD={}", built("libwmhcct.so").display()));
+    for (k, v) in env {
+        c.arg("-x").arg(format!("{k}={v}"));
+    }
+    let out = c.arg(exe).args(args).output().expect("mpirun");
+    Run {
+        code: out.status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+    }
+}
+
+fn report(h5: &Path) -> Value {
+    let out = Command::new(built("wmhcct"))
+        .arg("report")
+        .arg(h5)
+        .arg("--json")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "wmhcct report {}: {}",
+        h5.display(),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+/// The context whose innermost frame of ours is `func`, of allocator `kind`.
+fn context<'a>(r: &'a Value, func: &str, kind: &str) -> Option<&'a Value> {
+    r["contexts"].as_array()?.iter().find(|c| {
+        c["kind"] == kind
+            && c["stack"]
+                .as_array()
+                .map(|s| {
+                    s.iter().any(|f| {
+                        f["function"].as_str().is_some_and(|n| {
+                            n == func
+                                || n.ends_with(&format!("::{func}"))
+                                || n.ends_with(&format!("_MOD_{func}"))
+                        })
+                    })
+                })
+                .unwrap_or(false)
+    })
+}
+
+fn check_pattern(r: &Value, alloc_kind: &str, size_a: u64, size_b: u64) {
+    assert_eq!(r["ranks"], RANKS, "{}", r["ranks"]);
+    let a = context(r, "ctx_a", alloc_kind)
+        .unwrap_or_else(|| panic!("no context A in {}", r["contexts"]));
+    // Σ (r+1)·K over 4 ranks = 10 K.
+    assert_eq!(a["count"], K * (1 + 2 + 3 + 4), "A: {a}");
+    assert_eq!(a["bytes"], K * 10 * size_a, "A: {a}");
+    assert_eq!(a["per_rank_count"]["min"], K, "A: {a}");
+    assert_eq!(a["per_rank_count"]["max"], 4 * K, "A: {a}");
+    assert_eq!(a["per_rank_count"]["max_rank"], 3, "A: {a}");
+    assert_eq!(
+        a["per_rank_count"]["mean"].as_f64().unwrap(),
+        2.5 * K as f64,
+        "A: {a}"
+    );
+    let b = context(r, "ctx_b", alloc_kind).unwrap_or_else(|| panic!("no context B"));
+    assert_eq!(b["count"], K * RANKS, "B: {b}");
+    assert_eq!(b["bytes"], K * RANKS * size_b, "B: {b}");
+    let t = &r["totals"];
+    assert_eq!(t["MPI_Sendrecv"]["count"], RANKS);
+    assert_eq!(t["MPI_Sendrecv"]["bytes"], RANKS * 1000 * 8);
+    assert_eq!(t["MPI_Bcast"]["count"], RANKS);
+    assert_eq!(t["MPI_Bcast"]["bytes"], RANKS * 100 * 4);
+    assert_eq!(t["MPI_Allreduce"]["count"], RANKS);
+    assert_eq!(t["MPI_Allreduce"]["bytes"], RANKS * 8);
+    assert_eq!(t["MPI_Barrier"]["count"], RANKS);
+    assert_eq!(
+        t["MPI_Send"]["count"], 0,
+        "the tracer's own traffic is not the program's"
+    );
+    let sr = r["contexts"]
+        .as_array()
+        .and_then(|cs| cs.iter().find(|c| c["kind"] == "MPI_Sendrecv"))
+        .unwrap_or_else(|| panic!("no MPI_Sendrecv context in {}", r["contexts"]));
+    assert_eq!(sr["count"], RANKS);
+    // Exact per-rank scalars.
+    let ranks = r["ranks_detail"].as_array().expect("ranks_detail");
+    assert_eq!(ranks.len() as u64, RANKS);
+}
+
+fn run_pattern(compiler: &str, src: &str, alloc_kind: &str, size_a: u64, size_b: u64) {
+    let dir = workdir(src);
+    let exe = compile(compiler, src, &dir);
+    let h5 = dir.join("job.h5");
+    let run = mpirun(
+        RANKS,
+        &exe,
+        &[],
+        &[("WMHCCT_OUT", h5.to_str().unwrap())],
+        &dir,
+    );
+    assert_eq!(run.code, 0, "{}\n{}", run.stdout, run.stderr);
+    assert!(
+        run.stdout.contains(&format!("done on {RANKS} ranks")),
+        "{}",
+        run.stdout
+    );
+    let closing: Vec<&str> = run
+        .stderr
+        .lines()
+        .filter(|l| l.starts_with("wmhcct:"))
+        .collect();
+    assert_eq!(
+        closing.len(),
+        1,
+        "one closing line from rank 0 only: {}",
+        run.stderr
+    );
+    assert!(closing[0].contains("job.h5"), "{}", closing[0]);
+    assert!(
+        !dir.join("job.h5.spill").exists(),
+        "no spill files after a clean run"
+    );
+    check_pattern(&report(&h5), alloc_kind, size_a, size_b);
+}
+
+#[test]
+fn c_program_four_ranks() {
+    run_pattern("mpicc", "mpi_pattern.c", "malloc", 64, 256);
+}
+
+#[test]
+fn cxx_program_four_ranks() {
+    run_pattern("mpicxx", "mpi_pattern.cpp", "malloc", 64, 256);
+}
+
+#[test]
+fn fortran_mpif_h_four_ranks() {
+    run_pattern("mpif90", "mpi_pattern_f77.f90", "malloc", 64, 256);
+}
+
+#[test]
+fn fortran_mpi_f08_four_ranks() {
+    run_pattern("mpif90", "mpi_pattern_f08.f90", "malloc", 64, 256);
+}
+
+/// One rank calls MPI_Abort: spill files exist and `wmhcct merge` turns them
+/// into a report with those ranks' data.
+#[test]
+fn abort_leaves_mergeable_spill_files() {
+    let dir = workdir("abort");
+    let exe = compile("mpicc", "mpi_pattern.c", &dir);
+    let h5 = dir.join("job.h5");
+    let run = mpirun(
+        RANKS,
+        &exe,
+        &["100", "abort"],
+        &[("WMHCCT_OUT", h5.to_str().unwrap())],
+        &dir,
+    );
+    assert_ne!(run.code, 0);
+    let spill = dir.join("job.h5.spill");
+    let files: Vec<_> = std::fs::read_dir(&spill)
+        .map(|d| d.flatten().collect())
+        .unwrap_or_default();
+    assert!(
+        !files.is_empty(),
+        "no spill files in {}: {}",
+        spill.display(),
+        run.stderr
+    );
+    let merged = dir.join("merged.h5");
+    let out = Command::new(built("wmhcct"))
+        .arg("merge")
+        .arg(&spill)
+        .arg("-o")
+        .arg(&merged)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let r = report(&merged);
+    assert!(r["ranks"].as_u64().unwrap() >= 1);
+    let a = context(&r, "ctx_a", "malloc").expect("context A survives in the spill");
+    assert!(a["count"].as_u64().unwrap() >= K);
+}
+
+/// Exit without MPI_Finalize: every rank spills; the merge has all four.
+#[test]
+fn exit_without_finalize_leaves_spill_files() {
+    let dir = workdir("noexit");
+    let exe = compile("mpicc", "mpi_pattern.c", &dir);
+    let h5 = dir.join("job.h5");
+    let _ = mpirun(
+        RANKS,
+        &exe,
+        &["100", "noexit"],
+        &[("WMHCCT_OUT", h5.to_str().unwrap())],
+        &dir,
+    );
+    let spill = dir.join("job.h5.spill");
+    let n = std::fs::read_dir(&spill).map(|d| d.count()).unwrap_or(0);
+    assert_eq!(n as u64, RANKS, "spill files in {}", spill.display());
+    let merged = dir.join("merged.h5");
+    let out = Command::new(built("wmhcct"))
+        .arg("merge")
+        .arg(&spill)
+        .arg("-o")
+        .arg(&merged)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let r = report(&merged);
+    assert_eq!(r["ranks"], RANKS);
+    let a = context(&r, "ctx_a", "malloc").unwrap();
+    assert_eq!(a["count"], K * 10);
+}

@@ -1,0 +1,199 @@
+//! DWARF CFI steps with framehop, driven one frame at a time so that every step yields
+//! both the return address and the caller's stack pointer.
+
+use framehop::x86_64::{CacheX86_64, UnwindRegsX86_64};
+use framehop::{FrameAddress, MustNotAllocateDuringUnwind, Unwinder};
+
+use crate::frame::{Frame, Regs};
+use crate::modules::DwarfUnwinder;
+use crate::step::{Step, StepError, StepUnwinder};
+
+/// framehop's per-thread rule cache, in its no-allocation flavour.
+pub(crate) type DwarfCache = CacheX86_64<MustNotAllocateDuringUnwind>;
+
+pub(crate) struct DwarfSteps<'a> {
+    unwinder: &'a DwarfUnwinder,
+    cache: &'a mut DwarfCache,
+    regs: UnwindRegsX86_64,
+    /// Address to look up for the next step; `None` once the stack has ended.
+    next: Option<FrameAddress>,
+}
+
+impl<'a> DwarfSteps<'a> {
+    pub(crate) fn new(unwinder: &'a DwarfUnwinder, cache: &'a mut DwarfCache, regs: Regs) -> Self {
+        DwarfSteps {
+            unwinder,
+            cache,
+            regs: UnwindRegsX86_64::new(regs.pc, regs.sp, regs.bp),
+            next: Some(FrameAddress::from_instruction_pointer(regs.pc)),
+        }
+    }
+}
+
+impl StepUnwinder for DwarfSteps<'_> {
+    fn step(&mut self, read: &mut dyn FnMut(u64) -> Result<u64, ()>) -> Step {
+        let Some(address) = self.next else {
+            return Step::End;
+        };
+        let old_sp = self.regs.sp();
+        // framehop reads the return address at `new_sp - 8`; with a zero offset rule and a
+        // tiny stack pointer that would wrap. No real stack lives there.
+        if old_sp < 8 {
+            return Step::Failed(StepError::Read(old_sp));
+        }
+        let mut read = read;
+        match self
+            .unwinder
+            .unwind_frame(address, &mut self.regs, self.cache, &mut read)
+        {
+            Ok(Some(ra)) => {
+                let sp = self.regs.sp();
+                if sp <= old_sp {
+                    self.next = None;
+                    return Step::Failed(StepError::NotIncreasing {
+                        from: old_sp,
+                        to: sp,
+                    });
+                }
+                self.next = FrameAddress::from_return_address(ra);
+                Step::Frame(Frame { ra, sp })
+            }
+            Ok(None) => {
+                self.next = None;
+                Step::End
+            }
+            Err(e) => {
+                self.next = None;
+                Step::Failed(match e {
+                    framehop::Error::CouldNotReadStack(a) => StepError::Read(a),
+                    other => StepError::Unwinder(other),
+                })
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::synthetic::{CfiModule, CfiStack};
+
+    fn walk(
+        steps: &mut DwarfSteps<'_>,
+        read: &mut dyn FnMut(u64) -> Result<u64, ()>,
+    ) -> (Vec<Frame>, Step) {
+        let mut out = Vec::new();
+        loop {
+            match steps.step(read) {
+                Step::Frame(f) => out.push(f),
+                other => return (out, other),
+            }
+        }
+    }
+
+    fn check_walk(with_hdr: bool) {
+        let cm = CfiModule::new(with_hdr);
+        let modules = cm.modules();
+        let st = CfiStack::build(&cm, &[0, 3, 1, 2, 1]);
+        let mut cache = DwarfCache::new_in();
+        let mut steps = DwarfSteps::new(modules.unwinder(), &mut cache, st.regs);
+        let (frames, end) = walk(&mut steps, &mut st.reader());
+        assert_eq!(end, Step::End);
+        assert_eq!(frames, st.expected()[1..]);
+    }
+
+    #[test]
+    fn walks_hand_assembled_cfi_with_eh_frame_hdr() {
+        check_walk(true);
+    }
+
+    #[test]
+    fn walks_hand_assembled_cfi_without_eh_frame_hdr() {
+        check_walk(false);
+    }
+
+    #[test]
+    fn read_error_mid_walk_is_reported() {
+        let cm = CfiModule::new(true);
+        let modules = cm.modules();
+        let st = CfiStack::build(&cm, &[0, 3, 1, 2, 1]);
+        let hole = st.expected()[2].sp - 8; // where the second return address lives
+        let mut read = |a: u64| if a == hole { Err(()) } else { st.read(a) };
+        let mut cache = DwarfCache::new_in();
+        let mut steps = DwarfSteps::new(modules.unwinder(), &mut cache, st.regs);
+        let (frames, end) = walk(&mut steps, &mut read);
+        assert_eq!(frames.len(), 1);
+        assert_eq!(end, Step::Failed(StepError::Read(hole)));
+        // The walk is over once it failed.
+        assert_eq!(steps.step(&mut read), Step::End);
+    }
+
+    #[test]
+    fn tiny_stack_pointer_does_not_wrap() {
+        let cm = CfiModule::new(true);
+        let modules = cm.modules();
+        let mut cache = DwarfCache::new_in();
+        let regs = Regs {
+            pc: cm.pc_in(0),
+            sp: 0,
+            bp: 0,
+        };
+        let mut steps = DwarfSteps::new(modules.unwinder(), &mut cache, regs);
+        let mut read = |_a: u64| Ok(0x1234u64);
+        assert_eq!(steps.step(&mut read), Step::Failed(StepError::Read(0)));
+    }
+
+    #[inline(never)]
+    fn probe_a() -> u64 {
+        std::hint::black_box(1)
+    }
+    #[inline(never)]
+    fn probe_b() -> u64 {
+        std::hint::black_box(2)
+    }
+    #[inline(never)]
+    fn probe_c() -> u64 {
+        std::hint::black_box(3)
+    }
+
+    /// Real compiler output, real load bias: at a function's first instruction every x86_64
+    /// CFI says CFA = rsp + 8. A "return address" of `entry + 1` is looked up at `entry`, so
+    /// a chain of such addresses on a fake stack unwinds one word per frame.
+    #[test]
+    fn unwinds_with_this_binarys_own_eh_frame() {
+        let data = crate::self_image::this_executable();
+        let mut modules = crate::Modules::new();
+        modules.add(data);
+        let entries = [probe_a as fn() -> u64, probe_b, probe_c].map(|f| f as usize as u64);
+        assert!(entries.iter().all(|&e| modules.contains(e)));
+        let sp = 0x7000_0000_0000u64;
+        let mut mem = std::collections::HashMap::new();
+        mem.insert(sp, entries[1] + 1);
+        mem.insert(sp + 8, entries[2] + 1);
+        mem.insert(sp + 16, 0);
+        let mut read = |a: u64| mem.get(&a).copied().ok_or(());
+        let mut cache = DwarfCache::new_in();
+        let regs = Regs {
+            pc: entries[0],
+            sp,
+            bp: 0,
+        };
+        let mut steps = DwarfSteps::new(modules.unwinder(), &mut cache, regs);
+        let (frames, end) = walk(&mut steps, &mut read);
+        assert_eq!(end, Step::End);
+        assert_eq!(
+            frames,
+            [
+                Frame {
+                    ra: entries[1] + 1,
+                    sp: sp + 8
+                },
+                Frame {
+                    ra: entries[2] + 1,
+                    sp: sp + 16
+                }
+            ]
+        );
+        assert!(std::hint::black_box(probe_a() + probe_b() + probe_c()) == 6);
+    }
+}

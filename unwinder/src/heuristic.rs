@@ -1,0 +1,246 @@
+//! The walk shared by every mode, with the first/second-match shortcut of the WMTools
+//! heuristic traversal (Perks et al., sections 4 and 6).
+//!
+//! After each unwound frame `(ra, sp)` the walk looks for a frame of the previous capture
+//! with the same `sp`: the stack pointer names a height on the stack, so the two stacks are
+//! aligned by their root end. If that frame also has the same `ra` it is a match. With the
+//! first-match policy the walk stops there and copies the previous capture's remaining
+//! root-side frames. This is wrong when the frames below differ but have the same total size
+//! (the paper's Figure 3) or are the same functions in another order (Figure 4); the
+//! second-match policy lowers that risk by requiring two consecutive matching frames.
+
+use std::ops::Range;
+
+use crate::frame::Frame;
+use crate::modules::Modules;
+use crate::step::{Step, StepError, StepUnwinder, Stop};
+
+/// Settings of a thread's capture.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct HeuristicConfig {
+    /// Heuristic modes: do a full unwind every this many events on the thread (0 = never).
+    pub reseed_every: u64,
+    /// Heuristic modes: do a full unwind when more than this many nanoseconds passed since
+    /// the thread's previous event (0 = never).
+    pub reseed_gap_ns: u64,
+    /// Most frames kept per stack (at most [`HeuristicConfig::MAX_DEPTH_LIMIT`]).
+    pub max_depth: usize,
+}
+
+impl HeuristicConfig {
+    /// `max_depth` is clamped to this.
+    pub const MAX_DEPTH_LIMIT: usize = 4096;
+}
+
+impl Default for HeuristicConfig {
+    /// The README defaults: reseed every 1000 events or after 10 ms idle, 128 frames.
+    fn default() -> Self {
+        HeuristicConfig {
+            reseed_every: 1000,
+            reseed_gap_ns: 10_000_000,
+            max_depth: 128,
+        }
+    }
+}
+
+/// When to stop unwinding and reuse the previous capture.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Policy {
+    /// Never: unwind the whole stack.
+    Never,
+    /// At the first frame matching the previous capture.
+    First,
+    /// At the second of two consecutive matching frames.
+    Second,
+}
+
+/// Leading frames inside the skip range beyond this end the walk.
+pub(crate) const MAX_SKIPPED: usize = 256;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Walk {
+    pub(crate) unwound: usize,
+    pub(crate) reused: usize,
+    pub(crate) stop: Stop,
+}
+
+impl Walk {
+    pub(crate) fn truncated(&self) -> bool {
+        self.stop == Stop::Depth
+    }
+}
+
+/// Everything a walk needs besides the step source and the output.
+pub(crate) struct WalkInput<'a> {
+    pub(crate) modules: &'a Modules,
+    /// The capture-point frame (pc, sp).
+    pub(crate) first: Frame,
+    pub(crate) skip: Range<u64>,
+    pub(crate) max_depth: usize,
+    pub(crate) policy: Policy,
+    /// The previous capture, leaf first (strictly increasing `sp`); only used by the
+    /// heuristic policies, and only if it was complete.
+    pub(crate) prev: &'a [Frame],
+}
+
+/// Walks a stack into `out` (cleared first, never grown past `max_depth`).
+///
+/// The capture-point frame comes first and is not checked against the modules; every
+/// further frame must have its return address inside a module. Leading frames whose address
+/// lies in `skip` are dropped.
+pub(crate) fn walk<S: StepUnwinder>(
+    steps: &mut S,
+    input: &WalkInput<'_>,
+    read: &mut dyn FnMut(u64) -> Result<u64, ()>,
+    out: &mut Vec<Frame>,
+) -> Walk {
+    out.clear();
+    let prev = input.prev;
+    let mut unwound = 0;
+    let mut skipped = 0;
+    let mut skipping = true;
+    // First index of `prev` whose sp is not below the current frame's.
+    let mut cursor = 0;
+    // `prev` index matched by the frame just pushed (for the second-match policy).
+    let mut pending: Option<usize> = None;
+    let mut candidate = input.first;
+    let mut is_first = true;
+    let stop = loop {
+        if !is_first && !input.modules.contains(candidate.ra) {
+            break Stop::OutsideModules(candidate.ra);
+        }
+        is_first = false;
+        if skipping && input.skip.contains(&candidate.ra) {
+            skipped += 1;
+            if skipped > MAX_SKIPPED {
+                break Stop::Failed(StepError::TooManySkipped(MAX_SKIPPED));
+            }
+        } else {
+            skipping = false;
+            if out.len() >= input.max_depth {
+                break Stop::Depth;
+            }
+            out.push(candidate);
+            unwound += 1;
+            if input.policy != Policy::Never {
+                while cursor < prev.len() && prev[cursor].sp < candidate.sp {
+                    cursor += 1;
+                }
+                if prev.get(cursor) == Some(&candidate) {
+                    let confirmed = match input.policy {
+                        Policy::First => true,
+                        Policy::Second => pending.is_some_and(|p| p + 1 == cursor),
+                        Policy::Never => false,
+                    };
+                    if confirmed {
+                        let rest = prev.get(cursor + 1..).unwrap_or(&[]);
+                        let room = input.max_depth.saturating_sub(out.len());
+                        let take = rest.len().min(room);
+                        out.extend_from_slice(&rest[..take]);
+                        let stop = if take < rest.len() {
+                            Stop::Depth
+                        } else {
+                            Stop::Reused
+                        };
+                        return Walk {
+                            unwound,
+                            reused: take,
+                            stop,
+                        };
+                    }
+                    pending = Some(cursor);
+                } else {
+                    pending = None;
+                }
+            }
+        }
+        match steps.step(read) {
+            Step::Frame(f) => candidate = f,
+            Step::End => break Stop::Complete,
+            Step::Failed(e) => break Stop::Failed(e),
+        }
+    };
+    Walk {
+        unwound,
+        reused: 0,
+        stop,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::fp::FpSteps;
+    use crate::synthetic::{fp_modules, FpStack, TRACER};
+
+    fn run(st: &FpStack, policy: Policy, prev: &[Frame], max_depth: usize) -> (Vec<Frame>, Walk) {
+        let modules = fp_modules();
+        let input = WalkInput {
+            modules: &modules,
+            first: crate::Frame {
+                ra: st.regs.pc,
+                sp: st.regs.sp,
+            },
+            skip: TRACER,
+            max_depth,
+            policy,
+            prev,
+        };
+        let mut out = Vec::with_capacity(max_depth);
+        let cap = out.capacity();
+        let w = walk(
+            &mut FpSteps::new(st.regs),
+            &input,
+            &mut st.reader(),
+            &mut out,
+        );
+        assert_eq!(out.capacity(), cap, "the output buffer grew");
+        (out, w)
+    }
+
+    #[test]
+    fn full_walk_skips_the_capture_point_frame() {
+        let st = FpStack::build(&[(0x2010, 32), (0x3020, 0)]);
+        let (out, w) = run(&st, Policy::Never, &[], 16);
+        assert_eq!(out, st.expected()[1..]);
+        assert_eq!(w.stop, Stop::Complete);
+        assert_eq!((w.unwound, w.reused), (2, 0));
+    }
+
+    #[test]
+    fn first_match_reuses_the_root_side() {
+        let a = FpStack::build(&[(0x2010, 32), (0x3020, 0), (0x4030, 16), (0x5040, 8)]);
+        let (prev, _) = run(&a, Policy::Never, &[], 16);
+        let b = FpStack::build(&[(0x2010, 32), (0x3020, 0), (0x4030, 16), (0x6050, 24)]);
+        let (out, w) = run(&b, Policy::First, &prev, 16);
+        assert_eq!(out, b.expected()[1..]);
+        assert_eq!(w.stop, Stop::Reused);
+        assert_eq!((w.unwound, w.reused), (2, 2));
+        let (out2, w2) = run(&b, Policy::Second, &prev, 16);
+        assert_eq!(out2, out);
+        assert_eq!((w2.unwound, w2.reused), (3, 1));
+    }
+
+    #[test]
+    fn reuse_is_cut_at_max_depth() {
+        let a = FpStack::build(&[(0x2010, 32), (0x3020, 0), (0x4030, 16), (0x5040, 8)]);
+        let (prev, _) = run(&a, Policy::Never, &[], 16);
+        let b = FpStack::build(&[(0x2010, 32), (0x3020, 0), (0x4030, 16), (0x6050, 24)]);
+        let (out, w) = run(&b, Policy::First, &prev, 3);
+        assert_eq!(out, b.expected()[1..4]);
+        assert_eq!(w.stop, Stop::Depth);
+        assert!(w.truncated());
+        assert_eq!((w.unwound, w.reused), (2, 1));
+    }
+
+    #[test]
+    fn endless_skip_range_is_bounded() {
+        let chain: Vec<(u64, u64)> = (0..MAX_SKIPPED as u64 + 10)
+            .map(|i| (0x1010 + i % 8, 0))
+            .collect();
+        let st = FpStack::build(&chain);
+        let (out, w) = run(&st, Policy::Never, &[], 16);
+        assert!(out.is_empty());
+        assert_eq!(w.stop, Stop::Failed(StepError::TooManySkipped(MAX_SKIPPED)));
+    }
+}

@@ -1,0 +1,68 @@
+//! One unwinding step (callee frame → caller frame) and why a walk stopped.
+
+use crate::frame::Frame;
+
+/// Why one unwinding step failed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum StepError {
+    /// The read callback refused this address.
+    #[error("could not read stack memory at {0:#x}")]
+    Read(u64),
+    /// The stack pointer did not move towards the root.
+    #[error("stack pointer did not increase ({from:#x} -> {to:#x})")]
+    NotIncreasing { from: u64, to: u64 },
+    /// A frame pointer that is not 8-byte aligned.
+    #[error("misaligned frame pointer {0:#x}")]
+    MisalignedFp(u64),
+    /// Too many leading frames inside the skip range.
+    #[error("more than {0} leading frames inside the skip range")]
+    TooManySkipped(usize),
+    /// Any other framehop failure.
+    #[error("DWARF unwinding failed: {0}")]
+    Unwinder(framehop::Error),
+}
+
+/// How the last capture ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Stop {
+    /// No capture yet, or [`crate::Mode::None`].
+    #[default]
+    NotCaptured,
+    /// The unwinder reached the end of the stack (null return address or frame pointer).
+    Complete,
+    /// A return address outside every known module; the stack ends below it. This is how
+    /// an unwind meets code that was loaded after the module list was last refreshed.
+    OutsideModules(u64),
+    /// The heuristic matched the previous capture and took its root-side frames.
+    Reused,
+    /// `max_depth` frames were captured and there were more.
+    Depth,
+    /// An unwinding step failed.
+    Failed(StepError),
+}
+
+impl Stop {
+    /// The stack ends at a failure (it may be missing root-side frames).
+    pub fn is_error(self) -> bool {
+        matches!(self, Stop::Failed(_))
+    }
+}
+
+/// Result of one step.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Step {
+    /// The caller's frame.
+    Frame(Frame),
+    /// No caller: the walk is complete.
+    End,
+    /// The step failed.
+    Failed(StepError),
+}
+
+/// Produces the caller frames of a stack one by one, leaf to root.
+///
+/// Each implementation is constructed from the capture-point registers; the walk in
+/// `heuristic.rs` decides after every step whether to go on.
+pub(crate) trait StepUnwinder {
+    fn step(&mut self, read: &mut dyn FnMut(u64) -> Result<u64, ()>) -> Step;
+}

@@ -1,0 +1,148 @@
+//! Command-line interface of `wmhcct`.
+
+use std::path::PathBuf;
+
+use clap::{Parser, Subcommand};
+
+#[derive(Parser, Debug)]
+#[command(
+    name = "wmhcct",
+    version,
+    about = "Memory-allocation tracing with hot calling context trees"
+)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum Command {
+    /// Run a command under the tracer (LD_PRELOAD=libwmhcct.so).
+    Run(RunArgs),
+    /// Convert profile(s) written by the tracer into an HDF5 report.
+    Convert(ConvertArgs),
+    /// Print a report (HDF5 report or raw profile) as text or JSON.
+    Report(ReportArgs),
+    /// Draw the report's plots (memory over time, event density, hottest
+    /// contexts, peak per rank, flame graph) into a directory.
+    Plot(PlotArgs),
+    /// Export a report as collapsed stacks (flamegraph.pl, inferno,
+    /// speedscope) or as the report JSON.
+    Export(ExportArgs),
+    /// Compare two reports: totals, peak, and the contexts that changed most.
+    Diff(DiffArgs),
+}
+
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PlotFormat {
+    Png,
+    Svg,
+    Both,
+}
+
+#[derive(clap::Args, Debug)]
+pub struct PlotArgs {
+    /// An HDF5 report or a raw profile.
+    pub file: PathBuf,
+    /// Directory for the plot files (created if missing).
+    #[arg(long)]
+    pub out_dir: PathBuf,
+    /// Image format (the flame graph is always SVG).
+    #[arg(long, value_enum, default_value = "both")]
+    pub format: PlotFormat,
+    /// Contexts in the hottest-contexts plot.
+    #[arg(long, default_value_t = 10)]
+    pub top: usize,
+}
+
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ExportFormat {
+    /// Collapsed stacks: `root;…;caller;malloc WEIGHT` per line.
+    Folded,
+    /// The report JSON (as `wmhcct report --json`).
+    Json,
+}
+
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Weight {
+    Bytes,
+    Count,
+}
+
+#[derive(clap::Args, Debug)]
+pub struct ExportArgs {
+    /// An HDF5 report or a raw profile.
+    pub file: PathBuf,
+    #[arg(long, value_enum)]
+    pub format: ExportFormat,
+    /// Weight of a folded stack.
+    #[arg(long, value_enum, default_value = "bytes")]
+    pub weight: Weight,
+    /// Output file (default: standard output).
+    #[arg(short, long)]
+    pub output: Option<PathBuf>,
+}
+
+#[derive(clap::Args, Debug)]
+pub struct DiffArgs {
+    /// The reference report.
+    pub a: PathBuf,
+    /// The report compared with it.
+    pub b: PathBuf,
+    /// Changed contexts to list.
+    #[arg(long, default_value_t = 20)]
+    pub top: usize,
+    /// Machine-readable JSON on stdout.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(clap::Args, Debug)]
+pub struct RunArgs {
+    /// Output report path (WMHCCT_OUT).
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+    /// Hotness threshold φ (WMHCCT_PHI).
+    #[arg(long)]
+    pub phi: Option<f64>,
+    /// Space-Saving error ε (WMHCCT_EPSILON).
+    #[arg(long)]
+    pub epsilon: Option<f64>,
+    /// Unwinding mode (WMHCCT_UNWIND).
+    #[arg(long)]
+    pub unwind: Option<String>,
+    /// Keep every calling context (WMHCCT_EXACT=1).
+    #[arg(long)]
+    pub exact: bool,
+    /// Path of libwmhcct.so (default: WMHCCT_LIB, else next to this executable).
+    #[arg(long)]
+    pub lib: Option<PathBuf>,
+    /// The command to trace and its arguments.
+    #[arg(last = true, required = true, num_args = 1..)]
+    pub command: Vec<std::ffi::OsString>,
+}
+
+#[derive(clap::Args, Debug)]
+pub struct ConvertArgs {
+    /// Profile file(s) written by the tracer.
+    #[arg(required = true, num_args = 1..)]
+    pub profiles: Vec<PathBuf>,
+    /// Output HDF5 report.
+    #[arg(short, long)]
+    pub output: PathBuf,
+    /// Delete the input profile(s) after a successful conversion.
+    #[arg(long)]
+    pub remove_input: bool,
+}
+
+#[derive(clap::Args, Debug)]
+pub struct ReportArgs {
+    /// An HDF5 report or a raw profile.
+    pub file: PathBuf,
+    /// Number of contexts to list (default: 20 for text, all for JSON).
+    #[arg(long)]
+    pub top: Option<usize>,
+    /// Machine-readable JSON on stdout.
+    #[arg(long)]
+    pub json: bool,
+}

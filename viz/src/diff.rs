@@ -1,0 +1,282 @@
+//! `wmhcct diff A B`: totals and peak side by side, and the contexts whose
+//! bytes or count changed most. Contexts are matched by their symbolised
+//! stack (function names and allocator), so two builds of the same code
+//! compare.
+
+use std::collections::HashMap;
+use std::fmt::Write as _;
+
+use anyhow::{Context as _, Result};
+use serde_json::{json, Value};
+use wmhcct_format::Profile;
+
+use crate::cli::DiffArgs;
+use crate::contexts::StackFrame;
+use crate::h5layout::rank_count;
+use crate::input::load;
+use crate::label::short_label;
+use crate::report_text::human_bytes;
+use crate::stacks::all_stacks;
+use crate::symbolize::Symbols;
+
+/// One matched context.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Change {
+    pub kind: String,
+    /// Function names, innermost first.
+    pub stack: Vec<String>,
+    pub label: String,
+    pub count: (u64, u64),
+    pub bytes: (u64, u64),
+}
+
+impl Change {
+    pub fn bytes_delta(&self) -> i128 {
+        self.bytes.1 as i128 - self.bytes.0 as i128
+    }
+
+    pub fn count_delta(&self) -> i128 {
+        self.count.1 as i128 - self.count.0 as i128
+    }
+}
+
+struct Side {
+    kind: String,
+    stack: Vec<String>,
+    label: String,
+    count: u64,
+    bytes: u64,
+}
+
+fn by_stack(p: &Profile, syms: &Symbols) -> HashMap<String, Side> {
+    let mut m: HashMap<String, Side> = HashMap::new();
+    for s in all_stacks(p, syms) {
+        let key = s.names().join(";");
+        let innermost: Vec<StackFrame> = s.frames.iter().rev().cloned().collect();
+        let e = m.entry(key).or_insert_with(|| Side {
+            kind: s.kind.clone(),
+            stack: s.names()[..s.names().len() - 1]
+                .iter()
+                .rev()
+                .cloned()
+                .collect(),
+            label: short_label(&innermost, &s.kind, 60),
+            count: 0,
+            bytes: 0,
+        });
+        e.count = e.count.saturating_add(s.count);
+        e.bytes = e.bytes.saturating_add(s.bytes);
+    }
+    m
+}
+
+/// Every context present in either report with a different count or
+/// bytes, largest byte change first (then count change).
+pub fn changes(a: &Profile, sa: &Symbols, b: &Profile, sb: &Symbols) -> (Vec<Change>, usize) {
+    let ma = by_stack(a, sa);
+    let mut mb = by_stack(b, sb);
+    let mut all = Vec::new();
+    let mut matched = 0;
+    for (k, x) in ma {
+        let y = mb.remove(&k);
+        if y.is_some() {
+            matched += 1;
+        }
+        let (cb, bb) = y.map_or((0, 0), |y| (y.count, y.bytes));
+        all.push(Change {
+            kind: x.kind,
+            stack: x.stack,
+            label: x.label,
+            count: (x.count, cb),
+            bytes: (x.bytes, bb),
+        });
+    }
+    for (_, y) in mb {
+        all.push(Change {
+            kind: y.kind,
+            stack: y.stack,
+            label: y.label,
+            count: (0, y.count),
+            bytes: (0, y.bytes),
+        });
+    }
+    all.retain(|c| c.count.0 != c.count.1 || c.bytes.0 != c.bytes.1);
+    all.sort_by(|x, y| {
+        y.bytes_delta()
+            .abs()
+            .cmp(&x.bytes_delta().abs())
+            .then(y.count_delta().abs().cmp(&x.count_delta().abs()))
+            .then(x.stack.cmp(&y.stack))
+    });
+    (all, matched)
+}
+
+/// (kind, (count a, count b), (bytes a, bytes b)).
+type TotalPair = (String, (u64, u64), (u64, u64));
+
+/// Totals of the kinds used by either report.
+fn totals(a: &Profile, b: &Profile) -> Vec<TotalPair> {
+    let mut kinds: Vec<String> = Vec::new();
+    for t in a.totals.iter().chain(&b.totals) {
+        if (t.count > 0 || t.bytes > 0) && !kinds.contains(&t.kind) {
+            kinds.push(t.kind.clone());
+        }
+    }
+    kinds
+        .into_iter()
+        .map(|k| {
+            let ta = a.total(&k).map_or((0, 0), |t| (t.count, t.bytes));
+            let tb = b.total(&k).map_or((0, 0), |t| (t.count, t.bytes));
+            (k, (ta.0, tb.0), (ta.1, tb.1))
+        })
+        .collect()
+}
+
+fn signed(d: i128) -> String {
+    if d > 0 {
+        format!("+{d}")
+    } else {
+        d.to_string()
+    }
+}
+
+fn signed_bytes(d: i128) -> String {
+    let h = human_bytes(d.unsigned_abs().min(u64::MAX as u128) as u64);
+    match d.signum() {
+        1 => format!("+{h}"),
+        -1 => format!("-{h}"),
+        _ => "0".into(),
+    }
+}
+
+pub fn run(args: &DiffArgs) -> Result<()> {
+    let a = load(&args.a).with_context(|| args.a.display().to_string())?;
+    let b = load(&args.b).with_context(|| args.b.display().to_string())?;
+    let (pa, pb) = (&a.profile, &b.profile);
+    let (list, matched) = changes(pa, &a.symbols, pb, &b.symbols);
+    let tot = totals(pa, pb);
+    let text = if args.json {
+        let side = |path: &std::path::Path, p: &Profile| {
+            json!({
+                "file": path.display().to_string(),
+                "program": p.meta.program,
+                "ranks": rank_count(p),
+                "peak_bytes": p.heap.peak_bytes,
+                "live_bytes": p.heap.live_bytes,
+                "duration_s": p.meta.end_unix_ns.saturating_sub(p.meta.start_unix_ns) as f64 / 1e9,
+            })
+        };
+        let v = json!({
+            "a": side(&args.a, pa),
+            "b": side(&args.b, pb),
+            "peak_bytes_delta": pb.heap.peak_bytes as i128 - pa.heap.peak_bytes as i128,
+            "totals": tot.iter().map(|(k, c, by)| json!({
+                "kind": k, "count_a": c.0, "count_b": c.1,
+                "bytes_a": by.0, "bytes_b": by.1,
+            })).collect::<Vec<Value>>(),
+            "matched_contexts": matched,
+            "changed_contexts": list.len(),
+            "contexts": list.iter().take(args.top).map(|c| json!({
+                "kind": c.kind,
+                "label": c.label,
+                "stack": c.stack,
+                "count_a": c.count.0, "count_b": c.count.1,
+                "count_delta": c.count_delta() as i64,
+                "bytes_a": c.bytes.0, "bytes_b": c.bytes.1,
+                "bytes_delta": c.bytes_delta() as i64,
+            })).collect::<Vec<Value>>(),
+        });
+        let mut s = serde_json::to_string_pretty(&v).context("encoding JSON")?;
+        s.push('\n');
+        s
+    } else {
+        render_text(args, pa, pb, &tot, &list, matched)
+    };
+    crate::output::emit(&text, None)
+}
+
+fn render_text(
+    args: &DiffArgs,
+    a: &Profile,
+    b: &Profile,
+    tot: &[TotalPair],
+    list: &[Change],
+    matched: usize,
+) -> String {
+    let mut s = String::new();
+    let _ = writeln!(s, "A: {} ({})", args.a.display(), a.meta.program);
+    let _ = writeln!(s, "B: {} ({})", args.b.display(), b.meta.program);
+    let _ = writeln!(s, "ranks:      {:>14} {:>14}", rank_count(a), rank_count(b));
+    let dpeak = b.heap.peak_bytes as i128 - a.heap.peak_bytes as i128;
+    let _ = writeln!(
+        s,
+        "peak heap:  {:>14} {:>14}  {}",
+        human_bytes(a.heap.peak_bytes),
+        human_bytes(b.heap.peak_bytes),
+        signed_bytes(dpeak)
+    );
+    let _ = writeln!(
+        s,
+        "leaked:     {:>14} {:>14}",
+        human_bytes(a.heap.live_bytes),
+        human_bytes(b.heap.live_bytes)
+    );
+    let _ = writeln!(s, "\ntotals (calls A → B, bytes A → B):");
+    for (k, c, by) in tot {
+        let _ = writeln!(
+            s,
+            "  {k:<16} {:>10} → {:<10} {:>12} → {:<12} {}",
+            c.0,
+            c.1,
+            human_bytes(by.0),
+            human_bytes(by.1),
+            if c.0 == c.1 && by.0 == by.1 {
+                String::new()
+            } else {
+                format!(
+                    "({} calls, {})",
+                    signed(c.1 as i128 - c.0 as i128),
+                    signed_bytes(by.1 as i128 - by.0 as i128)
+                )
+            }
+        );
+    }
+    if list.is_empty() {
+        let _ = writeln!(
+            s,
+            "\nno context changed ({matched} contexts matched by stack)"
+        );
+        return s;
+    }
+    let _ = writeln!(
+        s,
+        "\n{} contexts changed ({matched} matched by stack); the {} largest changes:",
+        list.len(),
+        list.len().min(args.top)
+    );
+    for c in list.iter().take(args.top) {
+        let _ = writeln!(
+            s,
+            "  {:>10} {:>8} calls  {} [{}]",
+            signed_bytes(c.bytes_delta()),
+            signed(c.count_delta()),
+            c.label,
+            c.kind
+        );
+        let _ = writeln!(
+            s,
+            "      bytes {} → {}, calls {} → {}; {}",
+            human_bytes(c.bytes.0),
+            human_bytes(c.bytes.1),
+            c.count.0,
+            c.count.1,
+            c.stack
+                .iter()
+                .take(6)
+                .cloned()
+                .collect::<Vec<_>>()
+                .join(" < ")
+        );
+    }
+    s
+}

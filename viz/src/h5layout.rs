@@ -1,0 +1,948 @@
+//! The HDF5 report: one layout shared by the writer (`wmhcct convert`) and the
+//! reader (`wmhcct report`). docs/report-layout.md documents it for h5py users.
+//!
+//! The root attribute `format_version` is written first and `node_count` last;
+//! the reader insists on both, so an interrupted conversion is detected.
+
+use std::path::Path;
+use std::str::FromStr;
+
+use hdf5::types::VarLenUnicode;
+use hdf5::{File, Group, H5Type, Location};
+use wmhcct_format::{
+    Config, FrameKey, HeapStats, KindTotal, Meta, Module, Node, NodeSpread, Profile, RankSummary,
+    Spread, TracerStats, Tree, UnwindStats, NO_PARENT,
+};
+
+use crate::symbolize::{Frame, Symbols};
+
+/// Version of this HDF5 layout (root attribute `format_version`).
+pub const REPORT_VERSION: u32 = 1;
+
+/// `nodes.key_type` values.
+pub const KEY_ROOT: u8 = 0;
+pub const KEY_KIND: u8 = 1;
+pub const KEY_ADDR: u8 = 2;
+pub const KEY_UNKNOWN: u8 = 3;
+
+#[derive(Debug, thiserror::Error)]
+pub enum ReportError {
+    #[error("{what}")]
+    Hdf5 {
+        what: String,
+        #[source]
+        source: hdf5::Error,
+    },
+    #[error("HDF5 file is not a wmhcct report (no format_version attribute)")]
+    NotOurs,
+    #[error("report layout version {found}, this build reads version {REPORT_VERSION}")]
+    Version { found: u32 },
+    #[error("truncated or corrupt report: {0}")]
+    Corrupt(String),
+}
+
+pub(crate) type Result<T> = std::result::Result<T, ReportError>;
+
+pub(crate) fn h5(what: impl Into<String>) -> impl FnOnce(hdf5::Error) -> ReportError {
+    let what = what.into();
+    move |source| ReportError::Hdf5 { what, source }
+}
+
+pub(crate) fn vstr(s: &str) -> VarLenUnicode {
+    let clean: String = s.chars().filter(|&c| c != '\0').collect();
+    VarLenUnicode::from_str(&clean).unwrap_or_default()
+}
+
+#[derive(H5Type, Clone, Debug)]
+#[repr(C)]
+struct TotalRow {
+    kind: VarLenUnicode,
+    count: u64,
+    bytes: u64,
+}
+
+#[derive(H5Type, Clone, Debug)]
+#[repr(C)]
+struct ModuleRow {
+    path: VarLenUnicode,
+    build_id: VarLenUnicode,
+    bias: u64,
+    start: u64,
+    end: u64,
+}
+
+#[derive(H5Type, Clone, Copy, Debug)]
+#[repr(C)]
+struct NodeRow {
+    parent: u32,
+    key_type: u8,
+    module: u32,
+    addr: u64,
+    count: u64,
+    count_err: u64,
+    bytes: u64,
+    bytes_err: u64,
+    live_bytes: u64,
+    peak_live_bytes: u64,
+    flags: u8,
+}
+
+#[derive(H5Type, Clone, Debug)]
+#[repr(C)]
+struct FrameRow {
+    function: VarLenUnicode,
+    file: VarLenUnicode,
+    line: u32,
+}
+
+#[derive(H5Type, Clone, Copy, Debug)]
+#[repr(C)]
+struct SpreadRow {
+    count_min: u64,
+    count_max: u64,
+    count_sum: u64,
+    count_max_rank: u32,
+    count_present: u32,
+    bytes_min: u64,
+    bytes_max: u64,
+    bytes_sum: u64,
+    bytes_max_rank: u32,
+    bytes_present: u32,
+}
+
+#[derive(H5Type, Clone, Debug)]
+#[repr(C)]
+struct RankRow {
+    rank: u32,
+    hostname: VarLenUnicode,
+    pid: u32,
+    reason: VarLenUnicode,
+    threads: u32,
+    peak_bytes: u64,
+    live_bytes: u64,
+    live_blocks: u64,
+    evicted_live_bytes: u64,
+    evicted_peak_bytes: u64,
+    unknown_frees: u64,
+    peak_time_ns: u64,
+    unwind_mode: VarLenUnicode,
+    unwind_events: u64,
+    frames_unwound: u64,
+    frames_reused: u64,
+    validated: u64,
+    correct: u64,
+    reseeds: u64,
+    truncated: u64,
+    errors: u64,
+    collector_bytes: u64,
+    ptr_table_peak: u64,
+    untraced_events: u64,
+}
+
+#[derive(H5Type, Clone, Debug)]
+#[repr(C)]
+struct RankTotalRow {
+    rank_index: u32,
+    kind: VarLenUnicode,
+    count: u64,
+    bytes: u64,
+}
+
+// ---------------------------------------------------------------- writing
+
+pub(crate) fn put<T: H5Type>(loc: &Location, name: &str, v: &T) -> Result<()> {
+    loc.new_attr::<T>()
+        .shape(())
+        .create(name)
+        .and_then(|a| a.write_scalar(v))
+        .map_err(h5(format!("writing attribute {name}")))
+}
+
+pub(crate) fn put_str(loc: &Location, name: &str, v: &str) -> Result<()> {
+    put(loc, name, &vstr(v))
+}
+
+pub(crate) fn put_rows<T: H5Type>(g: &Group, name: &str, rows: &[T]) -> Result<()> {
+    let ds = g
+        .new_dataset::<T>()
+        .shape(rows.len())
+        .create(name)
+        .map_err(h5(format!("creating dataset {name}")))?;
+    if !rows.is_empty() {
+        ds.write_raw(rows)
+            .map_err(h5(format!("writing dataset {name}")))?;
+    }
+    Ok(())
+}
+
+pub(crate) fn group(parent: &Group, name: &str) -> Result<Group> {
+    parent
+        .create_group(name)
+        .map_err(h5(format!("creating group {name}")))
+}
+
+/// HDF5 group name of tree `i`: its own name when that is a plain word.
+fn tree_group_name(i: usize, name: &str) -> String {
+    let plain = !name.is_empty()
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-');
+    if plain {
+        name.to_string()
+    } else {
+        format!("tree{i}")
+    }
+}
+
+/// Number of rows written to the `nodes` datasets of all trees.
+fn node_count(p: &Profile) -> u64 {
+    p.trees.iter().map(|t| t.nodes.len() as u64).sum()
+}
+
+/// The number of ranks a profile describes (1 for a single process).
+pub fn rank_count(p: &Profile) -> u32 {
+    p.ranks.len().max(1) as u32
+}
+
+/// Write `profile` with its symbols as an HDF5 report at `path` (truncating).
+pub fn write(path: &Path, p: &Profile, syms: &Symbols) -> Result<()> {
+    let f = File::create(path).map_err(h5("creating file"))?;
+    put(&f, "format_version", &REPORT_VERSION)?;
+    write_meta(&f, &p.meta)?;
+    put(&f, "ranks", &rank_count(p))?;
+
+    let g = group(&f, "config")?;
+    put(&g, "phi", &p.config.phi)?;
+    put(&g, "epsilon", &p.config.epsilon)?;
+    put_str(&g, "unwind", &p.config.unwind)?;
+    put(&g, "max_depth", &p.config.max_depth)?;
+    put(&g, "exact", &(p.config.exact as u8))?;
+    put(&g, "bins", &p.config.bins)?;
+    put(&g, "rank_series", &p.config.rank_series)?;
+    put(&g, "event_samples", &p.config.event_samples)?;
+
+    put_rows(&f, "totals", &totals_rows(&p.totals))?;
+    write_heap(&group(&f, "heap")?, &p.heap)?;
+    write_unwind(&group(&f, "unwind")?, &p.unwind)?;
+    write_tracer(&group(&f, "tracer")?, &p.tracer)?;
+
+    let modules: Vec<ModuleRow> = p
+        .modules
+        .iter()
+        .map(|m| ModuleRow {
+            path: vstr(&m.path),
+            build_id: vstr(&m.build_id),
+            bias: m.bias,
+            start: m.start,
+            end: m.end,
+        })
+        .collect();
+    put_rows(&f, "modules", &modules)?;
+
+    let trees = group(&f, "trees")?;
+    for (i, t) in p.trees.iter().enumerate() {
+        let kinds = crate::contexts::kinds_of(&t.name);
+        write_tree(
+            &group(&trees, &tree_group_name(i, &t.name))?,
+            i,
+            t,
+            syms,
+            kinds,
+        )?;
+    }
+    if !p.ranks.is_empty() {
+        write_ranks(&group(&f, "ranks")?, &p.ranks)?;
+    }
+    if let Some(s) = &p.series {
+        crate::h5series::write(&group(&f, "series")?, s)?;
+    }
+
+    put(&f, "node_count", &node_count(p))?;
+    f.close().map_err(h5("closing file"))?;
+    Ok(())
+}
+
+fn write_meta(f: &File, m: &Meta) -> Result<()> {
+    put_str(f, "program", &m.program)?;
+    let args: Vec<VarLenUnicode> = m.args.iter().map(|a| vstr(a)).collect();
+    f.new_attr::<VarLenUnicode>()
+        .shape(args.len())
+        .create("args")
+        .and_then(|a| a.write_raw(&args))
+        .map_err(h5("writing attribute args"))?;
+    put_str(f, "hostname", &m.hostname)?;
+    put(f, "pid", &m.pid)?;
+    put(f, "start_unix_ns", &m.start_unix_ns)?;
+    put(f, "end_unix_ns", &m.end_unix_ns)?;
+    put(f, "threads", &m.threads)?;
+    if let Some(r) = m.rank {
+        put(f, "rank", &r)?;
+    }
+    if let Some(n) = m.nranks {
+        put(f, "nranks", &n)?;
+    }
+    put_str(f, "reason", &m.reason)?;
+    put_str(f, "tracer_version", &m.tracer_version)
+}
+
+fn totals_rows(totals: &[KindTotal]) -> Vec<TotalRow> {
+    totals
+        .iter()
+        .map(|t| TotalRow {
+            kind: vstr(&t.kind),
+            count: t.count,
+            bytes: t.bytes,
+        })
+        .collect()
+}
+
+fn write_heap(g: &Group, h: &HeapStats) -> Result<()> {
+    put(g, "peak_bytes", &h.peak_bytes)?;
+    put(g, "live_bytes", &h.live_bytes)?;
+    put(g, "live_blocks", &h.live_blocks)?;
+    put(g, "evicted_live_bytes", &h.evicted_live_bytes)?;
+    put(g, "evicted_peak_bytes", &h.evicted_peak_bytes)?;
+    put(g, "unknown_frees", &h.unknown_frees)?;
+    put(g, "peak_time_ns", &h.peak_time_ns)
+}
+
+fn write_unwind(g: &Group, u: &UnwindStats) -> Result<()> {
+    put_str(g, "mode", &u.mode)?;
+    put(g, "events", &u.events)?;
+    put(g, "frames_unwound", &u.frames_unwound)?;
+    put(g, "frames_reused", &u.frames_reused)?;
+    put(g, "validated", &u.validated)?;
+    put(g, "correct", &u.correct)?;
+    put(g, "reseeds", &u.reseeds)?;
+    put(g, "truncated", &u.truncated)?;
+    put(g, "errors", &u.errors)
+}
+
+fn write_tracer(g: &Group, t: &TracerStats) -> Result<()> {
+    put(g, "collector_bytes", &t.collector_bytes)?;
+    put(g, "ptr_table_peak", &t.ptr_table_peak)?;
+    put(g, "untraced_events", &t.untraced_events)
+}
+
+fn write_tree(g: &Group, index: usize, t: &Tree, syms: &Symbols, kinds: &[&str]) -> Result<()> {
+    put_str(g, "name", &t.name)?;
+    put(g, "index", &(index as u32))?;
+    put(g, "total_count", &t.total_count)?;
+    put(g, "total_bytes", &t.total_bytes)?;
+    put(g, "capacity", &t.capacity)?;
+    if let Some((c, b)) = t.floor {
+        put(g, "floor_count", &c)?;
+        put(g, "floor_bytes", &b)?;
+    }
+    let nodes: Vec<NodeRow> = t.nodes.iter().map(node_row).collect();
+    let frames: Vec<FrameRow> = t
+        .nodes
+        .iter()
+        .map(|n| {
+            let f = syms.frame_of(&n.key, kinds);
+            FrameRow {
+                function: vstr(&f.function),
+                file: vstr(&f.file),
+                line: f.line,
+            }
+        })
+        .collect();
+    put_rows(g, "nodes", &nodes)?;
+    put_rows(g, "frames", &frames)?;
+    if !t.spread.is_empty() {
+        let rows: Vec<SpreadRow> = t.spread.iter().map(spread_row).collect();
+        put_rows(g, "spread", &rows)?;
+    }
+    Ok(())
+}
+
+fn node_row(n: &Node) -> NodeRow {
+    let (key_type, module, addr) = match n.key {
+        FrameKey::Root => (KEY_ROOT, u32::MAX, 0),
+        FrameKey::Kind(k) => (KEY_KIND, u32::MAX, k as u64),
+        FrameKey::Addr { module, offset } => (KEY_ADDR, module, offset),
+        FrameKey::Unknown(raw) => (KEY_UNKNOWN, u32::MAX, raw),
+    };
+    NodeRow {
+        parent: n.parent,
+        key_type,
+        module,
+        addr,
+        count: n.count,
+        count_err: n.count_err,
+        bytes: n.bytes,
+        bytes_err: n.bytes_err,
+        live_bytes: n.live_bytes,
+        peak_live_bytes: n.peak_live_bytes,
+        flags: n.flags,
+    }
+}
+
+fn spread_row(s: &NodeSpread) -> SpreadRow {
+    SpreadRow {
+        count_min: s.count.min,
+        count_max: s.count.max,
+        count_sum: s.count.sum,
+        count_max_rank: s.count.max_rank,
+        count_present: s.count.present,
+        bytes_min: s.bytes.min,
+        bytes_max: s.bytes.max,
+        bytes_sum: s.bytes.sum,
+        bytes_max_rank: s.bytes.max_rank,
+        bytes_present: s.bytes.present,
+    }
+}
+
+fn write_ranks(g: &Group, ranks: &[RankSummary]) -> Result<()> {
+    let rows: Vec<RankRow> = ranks
+        .iter()
+        .map(|r| RankRow {
+            rank: r.rank,
+            hostname: vstr(&r.hostname),
+            pid: r.pid,
+            reason: vstr(&r.reason),
+            threads: r.threads,
+            peak_bytes: r.heap.peak_bytes,
+            live_bytes: r.heap.live_bytes,
+            live_blocks: r.heap.live_blocks,
+            evicted_live_bytes: r.heap.evicted_live_bytes,
+            evicted_peak_bytes: r.heap.evicted_peak_bytes,
+            unknown_frees: r.heap.unknown_frees,
+            peak_time_ns: r.heap.peak_time_ns,
+            unwind_mode: vstr(&r.unwind.mode),
+            unwind_events: r.unwind.events,
+            frames_unwound: r.unwind.frames_unwound,
+            frames_reused: r.unwind.frames_reused,
+            validated: r.unwind.validated,
+            correct: r.unwind.correct,
+            reseeds: r.unwind.reseeds,
+            truncated: r.unwind.truncated,
+            errors: r.unwind.errors,
+            collector_bytes: r.tracer.collector_bytes,
+            ptr_table_peak: r.tracer.ptr_table_peak,
+            untraced_events: r.tracer.untraced_events,
+        })
+        .collect();
+    put_rows(g, "summary", &rows)?;
+    let totals: Vec<RankTotalRow> = ranks
+        .iter()
+        .enumerate()
+        .flat_map(|(i, r)| {
+            r.totals.iter().map(move |t| RankTotalRow {
+                rank_index: i as u32,
+                kind: vstr(&t.kind),
+                count: t.count,
+                bytes: t.bytes,
+            })
+        })
+        .collect();
+    put_rows(g, "totals", &totals)
+}
+
+// ---------------------------------------------------------------- reading
+
+pub(crate) fn get<T: H5Type>(loc: &Location, name: &str) -> Result<T> {
+    let a = loc
+        .attr(name)
+        .map_err(|_| ReportError::Corrupt(format!("missing attribute {}{name}", prefix(loc))))?;
+    a.read_scalar::<T>()
+        .map_err(|e| ReportError::Corrupt(format!("attribute {}{name}: {e}", prefix(loc))))
+}
+
+pub(crate) fn get_opt<T: H5Type>(loc: &Location, name: &str) -> Result<Option<T>> {
+    if loc
+        .attr_names()
+        .unwrap_or_default()
+        .iter()
+        .any(|n| n == name)
+    {
+        get(loc, name).map(Some)
+    } else {
+        Ok(None)
+    }
+}
+
+pub(crate) fn get_str(loc: &Location, name: &str) -> Result<String> {
+    get::<VarLenUnicode>(loc, name).map(|s| s.as_str().to_string())
+}
+
+fn prefix(loc: &Location) -> String {
+    let n = loc.name();
+    if n == "/" || n.is_empty() {
+        String::new()
+    } else {
+        format!("{}/", n.trim_start_matches('/'))
+    }
+}
+
+pub(crate) fn open_group(parent: &Group, name: &str) -> Result<Group> {
+    parent
+        .group(name)
+        .map_err(|_| ReportError::Corrupt(format!("missing group {name}")))
+}
+
+pub(crate) fn get_rows<T: H5Type>(g: &Group, name: &str) -> Result<Vec<T>> {
+    let ds = g
+        .dataset(name)
+        .map_err(|_| ReportError::Corrupt(format!("missing dataset {}{name}", prefix(g))))?;
+    ds.read_raw::<T>()
+        .map_err(|e| ReportError::Corrupt(format!("dataset {}{name}: {e}", prefix(g))))
+}
+
+/// Read a report back into a profile and its symbol table.
+pub fn read(path: &Path) -> Result<(Profile, Symbols)> {
+    let f =
+        File::open(path).map_err(|e| ReportError::Corrupt(format!("cannot open as HDF5: {e}")))?;
+    if !f
+        .attr_names()
+        .unwrap_or_default()
+        .iter()
+        .any(|n| n == "format_version")
+    {
+        return Err(ReportError::NotOurs);
+    }
+    let version: u32 = get(&f, "format_version")?;
+    if version != REPORT_VERSION {
+        return Err(ReportError::Version { found: version });
+    }
+    let args: Vec<VarLenUnicode> = f
+        .attr("args")
+        .and_then(|a| a.read_raw())
+        .map_err(|_| ReportError::Corrupt("missing attribute args".into()))?;
+    let meta = Meta {
+        program: get_str(&f, "program")?,
+        args: args.iter().map(|a| a.as_str().to_string()).collect(),
+        hostname: get_str(&f, "hostname")?,
+        pid: get(&f, "pid")?,
+        start_unix_ns: get(&f, "start_unix_ns")?,
+        end_unix_ns: get(&f, "end_unix_ns")?,
+        threads: get(&f, "threads")?,
+        rank: get_opt(&f, "rank")?,
+        nranks: get_opt(&f, "nranks")?,
+        reason: get_str(&f, "reason")?,
+        tracer_version: get_str(&f, "tracer_version")?,
+    };
+    let g = open_group(&f, "config")?;
+    let config = Config {
+        phi: get(&g, "phi")?,
+        epsilon: get(&g, "epsilon")?,
+        unwind: get_str(&g, "unwind")?,
+        max_depth: get(&g, "max_depth")?,
+        exact: get::<u8>(&g, "exact")? != 0,
+        bins: get_opt(&g, "bins")?.unwrap_or(0),
+        rank_series: get_opt(&g, "rank_series")?.unwrap_or(0),
+        event_samples: get_opt(&g, "event_samples")?.unwrap_or(0),
+    };
+    let totals = get_rows::<TotalRow>(&f, "totals")?
+        .into_iter()
+        .map(|r| KindTotal {
+            kind: r.kind.as_str().to_string(),
+            count: r.count,
+            bytes: r.bytes,
+        })
+        .collect();
+    let heap = read_heap(&open_group(&f, "heap")?)?;
+    let unwind = read_unwind(&open_group(&f, "unwind")?)?;
+    let tracer = read_tracer(&open_group(&f, "tracer")?)?;
+    let modules = get_rows::<ModuleRow>(&f, "modules")?
+        .into_iter()
+        .map(|r| Module {
+            path: r.path.as_str().to_string(),
+            build_id: r.build_id.as_str().to_string(),
+            bias: r.bias,
+            start: r.start,
+            end: r.end,
+        })
+        .collect();
+
+    let mut symbols = Symbols::default();
+    let trees_group = open_group(&f, "trees")?;
+    let mut trees: Vec<(u32, Tree)> = Vec::new();
+    for name in trees_group.member_names().map_err(h5("listing /trees"))? {
+        let g = open_group(&trees_group, &name)?;
+        trees.push((get(&g, "index")?, read_tree(&g, &mut symbols)?));
+    }
+    trees.sort_by_key(|(i, _)| *i);
+    let trees: Vec<Tree> = trees.into_iter().map(|(_, t)| t).collect();
+
+    let ranks = if f.link_exists("ranks") {
+        read_ranks(&open_group(&f, "ranks")?)?
+    } else {
+        Vec::new()
+    };
+
+    // Absent in reports written before time series existed.
+    let series = if f.link_exists("series") {
+        Some(crate::h5series::read(&open_group(&f, "series")?)?)
+    } else {
+        None
+    };
+
+    let profile = Profile {
+        meta,
+        config,
+        modules,
+        totals,
+        heap,
+        unwind,
+        tracer,
+        trees,
+        ranks,
+        series,
+    };
+    let expected: u64 = f
+        .attr("node_count")
+        .and_then(|a| a.read_scalar())
+        .map_err(|_| ReportError::Corrupt("missing node_count (conversion interrupted?)".into()))?;
+    let found = node_count(&profile);
+    if expected != found {
+        return Err(ReportError::Corrupt(format!(
+            "node_count says {expected} nodes, the trees hold {found}"
+        )));
+    }
+    profile.validate().map_err(ReportError::Corrupt)?;
+    Ok((profile, symbols))
+}
+
+fn read_heap(g: &Group) -> Result<HeapStats> {
+    Ok(HeapStats {
+        peak_bytes: get(g, "peak_bytes")?,
+        live_bytes: get(g, "live_bytes")?,
+        live_blocks: get(g, "live_blocks")?,
+        evicted_live_bytes: get(g, "evicted_live_bytes")?,
+        evicted_peak_bytes: get(g, "evicted_peak_bytes")?,
+        unknown_frees: get(g, "unknown_frees")?,
+        peak_time_ns: get(g, "peak_time_ns")?,
+    })
+}
+
+fn read_unwind(g: &Group) -> Result<UnwindStats> {
+    Ok(UnwindStats {
+        mode: get_str(g, "mode")?,
+        events: get(g, "events")?,
+        frames_unwound: get(g, "frames_unwound")?,
+        frames_reused: get(g, "frames_reused")?,
+        validated: get(g, "validated")?,
+        correct: get(g, "correct")?,
+        reseeds: get(g, "reseeds")?,
+        truncated: get(g, "truncated")?,
+        errors: get(g, "errors")?,
+    })
+}
+
+fn read_tracer(g: &Group) -> Result<TracerStats> {
+    Ok(TracerStats {
+        collector_bytes: get(g, "collector_bytes")?,
+        ptr_table_peak: get(g, "ptr_table_peak")?,
+        untraced_events: get(g, "untraced_events")?,
+    })
+}
+
+fn read_tree(g: &Group, symbols: &mut Symbols) -> Result<Tree> {
+    let rows = get_rows::<NodeRow>(g, "nodes")?;
+    let frames = get_rows::<FrameRow>(g, "frames")?;
+    if frames.len() != rows.len() {
+        return Err(ReportError::Corrupt(format!(
+            "{}: {} frames for {} nodes",
+            g.name(),
+            frames.len(),
+            rows.len()
+        )));
+    }
+    let mut nodes = Vec::with_capacity(rows.len());
+    for (i, (r, fr)) in rows.iter().zip(&frames).enumerate() {
+        let key = match r.key_type {
+            KEY_ROOT => FrameKey::Root,
+            KEY_KIND => FrameKey::Kind(u16::try_from(r.addr).map_err(|_| {
+                ReportError::Corrupt(format!(
+                    "{}: node {i}: kind {} out of range",
+                    g.name(),
+                    r.addr
+                ))
+            })?),
+            KEY_ADDR => {
+                symbols.insert(
+                    r.module,
+                    r.addr,
+                    Frame {
+                        function: fr.function.as_str().to_string(),
+                        file: fr.file.as_str().to_string(),
+                        line: fr.line,
+                    },
+                );
+                FrameKey::Addr {
+                    module: r.module,
+                    offset: r.addr,
+                }
+            }
+            KEY_UNKNOWN => FrameKey::Unknown(r.addr),
+            t => {
+                return Err(ReportError::Corrupt(format!(
+                    "{}: node {i}: key_type {t}",
+                    g.name()
+                )))
+            }
+        };
+        nodes.push(Node {
+            parent: if i == 0 { NO_PARENT } else { r.parent },
+            key,
+            count: r.count,
+            count_err: r.count_err,
+            bytes: r.bytes,
+            bytes_err: r.bytes_err,
+            live_bytes: r.live_bytes,
+            peak_live_bytes: r.peak_live_bytes,
+            flags: r.flags,
+        });
+        if i == 0 && r.parent != NO_PARENT {
+            return Err(ReportError::Corrupt(format!(
+                "{}: node 0 has a parent",
+                g.name()
+            )));
+        }
+    }
+    let spread = if g.link_exists("spread") {
+        get_rows::<SpreadRow>(g, "spread")?
+            .into_iter()
+            .map(|s| NodeSpread {
+                count: Spread {
+                    min: s.count_min,
+                    max: s.count_max,
+                    sum: s.count_sum,
+                    max_rank: s.count_max_rank,
+                    present: s.count_present,
+                },
+                bytes: Spread {
+                    min: s.bytes_min,
+                    max: s.bytes_max,
+                    sum: s.bytes_sum,
+                    max_rank: s.bytes_max_rank,
+                    present: s.bytes_present,
+                },
+            })
+            .collect()
+    } else {
+        Vec::new()
+    };
+    let floor = match (
+        get_opt::<u64>(g, "floor_count")?,
+        get_opt::<u64>(g, "floor_bytes")?,
+    ) {
+        (Some(c), Some(b)) => Some((c, b)),
+        _ => None,
+    };
+    Ok(Tree {
+        name: get_str(g, "name")?,
+        total_count: get(g, "total_count")?,
+        total_bytes: get(g, "total_bytes")?,
+        capacity: get(g, "capacity")?,
+        nodes,
+        spread,
+        floor,
+    })
+}
+
+fn read_ranks(g: &Group) -> Result<Vec<RankSummary>> {
+    let mut ranks: Vec<RankSummary> = get_rows::<RankRow>(g, "summary")?
+        .into_iter()
+        .map(|r| RankSummary {
+            rank: r.rank,
+            hostname: r.hostname.as_str().to_string(),
+            pid: r.pid,
+            reason: r.reason.as_str().to_string(),
+            totals: Vec::new(),
+            heap: HeapStats {
+                peak_bytes: r.peak_bytes,
+                live_bytes: r.live_bytes,
+                live_blocks: r.live_blocks,
+                evicted_live_bytes: r.evicted_live_bytes,
+                evicted_peak_bytes: r.evicted_peak_bytes,
+                unknown_frees: r.unknown_frees,
+                peak_time_ns: r.peak_time_ns,
+            },
+            unwind: UnwindStats {
+                mode: r.unwind_mode.as_str().to_string(),
+                events: r.unwind_events,
+                frames_unwound: r.frames_unwound,
+                frames_reused: r.frames_reused,
+                validated: r.validated,
+                correct: r.correct,
+                reseeds: r.reseeds,
+                truncated: r.truncated,
+                errors: r.errors,
+            },
+            tracer: TracerStats {
+                collector_bytes: r.collector_bytes,
+                ptr_table_peak: r.ptr_table_peak,
+                untraced_events: r.untraced_events,
+            },
+            threads: r.threads,
+        })
+        .collect();
+    for t in get_rows::<RankTotalRow>(g, "totals")? {
+        let r = ranks.get_mut(t.rank_index as usize).ok_or_else(|| {
+            ReportError::Corrupt(format!("ranks/totals names rank index {}", t.rank_index))
+        })?;
+        r.totals.push(KindTotal {
+            kind: t.kind.as_str().to_string(),
+            count: t.count,
+            bytes: t.bytes,
+        });
+    }
+    Ok(ranks)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn profile() -> Profile {
+        let addr = FrameKey::Addr {
+            module: 0,
+            offset: 0x1234,
+        };
+        let mut kind = Node::root();
+        kind.parent = 1;
+        kind.key = FrameKey::Kind(2);
+        kind.count = 5;
+        kind.bytes = 50;
+        let mut frame = Node::root();
+        frame.parent = 0;
+        frame.key = addr;
+        let mut unknown = Node::root();
+        unknown.parent = 0;
+        unknown.key = FrameKey::Unknown(u64::MAX);
+        let rank = |r: u32| RankSummary {
+            rank: r,
+            hostname: format!("n{r}"),
+            pid: 100 + r,
+            reason: "finalize".into(),
+            totals: vec![KindTotal {
+                kind: "malloc".into(),
+                count: r as u64,
+                bytes: 8 * r as u64,
+            }],
+            heap: HeapStats {
+                peak_bytes: 1000 + r as u64,
+                ..HeapStats::default()
+            },
+            unwind: UnwindStats {
+                mode: "fp".into(),
+                events: 3,
+                ..UnwindStats::default()
+            },
+            tracer: TracerStats {
+                untraced_events: 1,
+                ..TracerStats::default()
+            },
+            threads: 4,
+        };
+        Profile {
+            meta: Meta {
+                program: "/bin/prog ünïcode".into(),
+                args: vec![],
+                reason: "merge".into(),
+                rank: None,
+                nranks: Some(2),
+                ..Meta::default()
+            },
+            config: Config {
+                phi: 0.5,
+                epsilon: 0.25,
+                unwind: "fp".into(),
+                max_depth: 64,
+                exact: true,
+                bins: 8,
+                rank_series: 4,
+                event_samples: 2,
+            },
+            modules: vec![Module {
+                path: "/lib/with\0nul".into(),
+                build_id: String::new(),
+                bias: 1,
+                start: 2,
+                end: 3,
+            }],
+            totals: vec![],
+            heap: HeapStats::default(),
+            unwind: UnwindStats::default(),
+            tracer: TracerStats::default(),
+            trees: vec![
+                Tree {
+                    name: "alloc".into(),
+                    total_count: 5,
+                    total_bytes: 50,
+                    capacity: 0,
+                    nodes: vec![Node::root(), frame, kind, unknown],
+                    spread: vec![
+                        NodeSpread {
+                            count: Spread::single(5, 1),
+                            bytes: Spread::single(50, 0),
+                        };
+                        4
+                    ],
+                    floor: Some((7, 70)),
+                },
+                Tree {
+                    name: "weird/name".into(),
+                    nodes: vec![Node::root()],
+                    ..Tree::default()
+                },
+            ],
+            ranks: vec![rank(0), rank(1)],
+            series: None,
+        }
+    }
+
+    #[test]
+    fn write_then_read_is_identity() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("r.h5");
+        let p = profile();
+        let mut syms = Symbols::default();
+        let f = Frame {
+            function: "ns::f()".into(),
+            file: "a.cpp".into(),
+            line: 9,
+        };
+        syms.insert(0, 0x1234, f.clone());
+        write(&path, &p, &syms).unwrap();
+        let (q, s) = read(&path).unwrap();
+        let mut expect = p.clone();
+        expect.modules[0].path = "/lib/withnul".into();
+        assert_eq!(q, expect);
+        assert_eq!(s.get(0, 0x1234), f);
+        assert_eq!(rank_count(&q), 2);
+    }
+
+    #[test]
+    fn empty_trees_and_tables_are_fine() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("e.h5");
+        let p = Profile::default();
+        write(&path, &p, &Symbols::default()).unwrap();
+        let (q, _) = read(&path).unwrap();
+        assert_eq!(q, p);
+    }
+
+    #[test]
+    fn foreign_file_is_not_ours() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("f.h5");
+        let f = File::create(&path).unwrap();
+        put(&f, "something", &1u8).unwrap();
+        drop(f);
+        assert!(matches!(read(&path), Err(ReportError::NotOurs)));
+    }
+
+    #[test]
+    fn other_version_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("v.h5");
+        let f = File::create(&path).unwrap();
+        put(&f, "format_version", &99u32).unwrap();
+        drop(f);
+        let e = read(&path).unwrap_err();
+        assert!(matches!(e, ReportError::Version { found: 99 }), "{e}");
+    }
+}

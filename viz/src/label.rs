@@ -1,0 +1,177 @@
+//! A short name for a context: its innermost *meaningful* function (not an
+//! allocator wrapper, C++ allocator internals or the C library) and module.
+
+use crate::contexts::StackFrame;
+
+/// Function names (before any argument list) that only pass an allocation on.
+const WRAPPERS: [&str; 24] = [
+    "malloc",
+    "calloc",
+    "realloc",
+    "free",
+    "reallocarray",
+    "posix_memalign",
+    "aligned_alloc",
+    "memalign",
+    "valloc",
+    "pvalloc",
+    "xmalloc",
+    "xcalloc",
+    "xrealloc",
+    "g_malloc",
+    "g_malloc0",
+    "g_realloc",
+    "g_try_malloc",
+    "_mm_malloc",
+    "strdup",
+    "strndup",
+    "__strdup",
+    "PyMem_Malloc",
+    "PyObject_Malloc",
+    "operator new",
+];
+
+/// Module file names of libraries whose frames are never the answer.
+const SYSTEM_MODULES: [&str; 5] = ["libc.so", "libc-", "libstdc++", "libgfortran", "libwmhcct"];
+
+fn base(path: &str) -> &str {
+    path.rsplit('/').next().unwrap_or(path)
+}
+
+/// Is this frame an allocator wrapper or library internals?
+pub fn is_wrapper(f: &StackFrame) -> bool {
+    let name = f.function.split('(').next().unwrap_or("").trim();
+    let module = base(&f.module);
+    name.is_empty()
+        || name == "??"
+        || WRAPPERS.contains(&name)
+        || name.starts_with("operator new")
+        || name.starts_with("operator delete")
+        || name.starts_with("std::")
+        || name.starts_with("__gnu_cxx::")
+        || name.starts_with("__libc_")
+        || name.starts_with("_gfortran")
+        || SYSTEM_MODULES.iter().any(|m| module.starts_with(m))
+}
+
+/// (function, module) naming a context whose stack is `innermost_first`.
+pub fn label(innermost_first: &[StackFrame], kind: &str) -> (String, String) {
+    let pick = innermost_first
+        .iter()
+        .find(|f| !is_wrapper(f))
+        .or_else(|| innermost_first.iter().find(|f| f.function != "??"))
+        .or_else(|| innermost_first.first());
+    match pick {
+        Some(f) => (crate::stacks::frame_name(f), base(&f.module).to_string()),
+        None => (format!("[{kind}]"), String::new()),
+    }
+}
+
+/// `function (module)`, shortened to `max` characters.
+pub fn short_label(innermost_first: &[StackFrame], kind: &str, max: usize) -> String {
+    let (f, m) = label(innermost_first, kind);
+    let f = strip_args(&f);
+    let s = if m.is_empty() {
+        f
+    } else {
+        format!("{f} ({m})")
+    };
+    ellipsize(&s, max)
+}
+
+/// `ns::f(int, double)` → `ns::f`; leaves `operator()` and templates alone.
+fn strip_args(f: &str) -> String {
+    match f.rfind(')') {
+        Some(end) if f.ends_with(')') || f.ends_with("const") => {
+            // Find the '(' matching the final ')'.
+            let bytes = f.as_bytes();
+            let mut depth = 0i32;
+            let mut i = end;
+            loop {
+                match bytes[i] {
+                    b')' => depth += 1,
+                    b'(' => {
+                        depth -= 1;
+                        if depth == 0 {
+                            break;
+                        }
+                    }
+                    _ => {}
+                }
+                if i == 0 {
+                    return f.to_string();
+                }
+                i -= 1;
+            }
+            let head = &f[..i];
+            if head.is_empty() || head.ends_with("operator") {
+                f.to_string()
+            } else {
+                head.to_string()
+            }
+        }
+        _ => f.to_string(),
+    }
+}
+
+pub fn ellipsize(s: &str, max: usize) -> String {
+    if s.chars().count() <= max {
+        s.to_string()
+    } else {
+        let mut t: String = s.chars().take(max.saturating_sub(1)).collect();
+        t.push('…');
+        t
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn f(function: &str, module: &str) -> StackFrame {
+        StackFrame {
+            function: function.into(),
+            file: String::new(),
+            line: 0,
+            module: module.into(),
+            address: 0,
+        }
+    }
+
+    #[test]
+    fn skips_wrappers_and_std_internals() {
+        let stack = [
+            f("operator new(unsigned long)", "/usr/lib/libstdc++.so.6"),
+            f(
+                "std::__new_allocator<double>::allocate(unsigned long, void const*)",
+                "/app",
+            ),
+            f("std::vector<double>::_M_realloc_insert()", "/app"),
+            f("xmalloc", "/app"),
+            f("solver::assemble(int)", "/home/u/app"),
+            f("main", "/home/u/app"),
+        ];
+        assert_eq!(
+            label(&stack, "malloc"),
+            ("solver::assemble(int)".into(), "app".into())
+        );
+        assert_eq!(short_label(&stack, "malloc", 60), "solver::assemble (app)");
+    }
+
+    #[test]
+    fn falls_back_to_something() {
+        assert_eq!(label(&[], "malloc"), ("[malloc]".into(), String::new()));
+        let only = [f("malloc", "/lib/libc.so.6")];
+        assert_eq!(label(&only, "malloc").0, "malloc");
+        let unknown = [f("??", "")];
+        assert!(label(&unknown, "malloc").0.starts_with("??"));
+    }
+
+    #[test]
+    fn shortening() {
+        assert_eq!(strip_args("a::b<int>(x, (y))"), "a::b<int>");
+        assert_eq!(strip_args("plain"), "plain");
+        assert_eq!(strip_args("S::operator()(int)"), "S::operator()");
+        assert_eq!(ellipsize("abcdef", 4), "abc…");
+    }
+}

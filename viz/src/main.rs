@@ -1,0 +1,56 @@
+//! `wmhcct`: run a program under the tracer, convert its profile to HDF5, report.
+
+mod cli;
+mod contexts;
+mod convert;
+mod demangle;
+mod diff;
+mod export;
+mod flame;
+mod font;
+mod h5layout;
+mod h5series;
+mod input;
+mod label;
+mod output;
+mod plot;
+mod plot_contexts;
+mod plot_events;
+mod plot_memory;
+mod plot_ranks;
+mod plot_title;
+mod report;
+mod report_json;
+mod report_text;
+mod run;
+mod stacks;
+mod symbolize;
+
+use std::process::ExitCode;
+
+use clap::Parser;
+
+fn main() -> ExitCode {
+    let cli = cli::Cli::parse();
+    // We only read finished reports and write fresh files: HDF5's file locks
+    // add nothing and fail on some parallel file systems (Lustre, NFS).
+    if std::env::var_os("HDF5_USE_FILE_LOCKING").is_none() {
+        std::env::set_var("HDF5_USE_FILE_LOCKING", "FALSE");
+    }
+    let result = match &cli.command {
+        cli::Command::Run(a) => run::run(a).map(|code| code.clamp(0, 255) as u8),
+        cli::Command::Convert(a) => convert::run(a).map(|()| 0),
+        cli::Command::Report(a) => report::run(a).map(|()| 0),
+        cli::Command::Plot(a) => plot::run(a).map(|()| 0),
+        cli::Command::Export(a) => export::run(a).map(|()| 0),
+        cli::Command::Diff(a) => diff::run(a).map(|()| 0),
+    };
+    match result {
+        Ok(code) => ExitCode::from(code),
+        Err(e) => {
+            let msg = format!("{e:#}").replace(['\n', '\r'], " ");
+            eprintln!("wmhcct: error: {msg}");
+            ExitCode::from(1)
+        }
+    }
+}

@@ -1,0 +1,199 @@
+//! `wmhcct plot`: the report's pictures, as PNG and/or SVG.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{bail, Context as _, Result};
+use plotters::coord::Shift;
+use plotters::prelude::*;
+use wmhcct_format::Profile;
+
+use crate::cli::{PlotArgs, PlotFormat};
+use crate::contexts::{contexts, ContextList};
+use crate::input::load;
+use crate::symbolize::Symbols;
+
+/// Size of every PNG and SVG plot, pixels.
+pub const SIZE: (u32, u32) = (1200, 700);
+
+/// What every plot draws from.
+pub struct Data {
+    pub profile: Profile,
+    pub symbols: Symbols,
+    pub contexts: ContextList,
+    pub top: usize,
+}
+
+/// One picture, drawable on any plotters backend.
+pub trait Plot {
+    /// File stem (`memory` → `memory.png`).
+    fn name(&self) -> &'static str;
+    fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>, d: &Data) -> Result<()>
+    where
+        DB::ErrorType: 'static;
+}
+
+/// A plotters error as an anyhow error.
+pub fn pe<E: std::error::Error + Send + Sync>(e: DrawingAreaErrorKind<E>) -> anyhow::Error {
+    anyhow::anyhow!("drawing: {e}")
+}
+
+fn emit<P: Plot>(
+    p: &P,
+    d: &Data,
+    dir: &Path,
+    fmt: PlotFormat,
+    out: &mut Vec<PathBuf>,
+) -> Result<()> {
+    if matches!(fmt, PlotFormat::Png | PlotFormat::Both) {
+        let path = dir.join(format!("{}.png", p.name()));
+        {
+            let root = BitMapBackend::new(&path, SIZE).into_drawing_area();
+            root.fill(&WHITE).map_err(pe)?;
+            p.draw(&root, d)?;
+            root.present().map_err(pe)?;
+        }
+        out.push(path);
+    }
+    if matches!(fmt, PlotFormat::Svg | PlotFormat::Both) {
+        let path = dir.join(format!("{}.svg", p.name()));
+        {
+            let root = SVGBackend::new(&path, SIZE).into_drawing_area();
+            root.fill(&WHITE).map_err(pe)?;
+            p.draw(&root, d)?;
+            root.present().map_err(pe)?;
+        }
+        out.push(path);
+    }
+    Ok(())
+}
+
+pub fn run(args: &PlotArgs) -> Result<()> {
+    let name = args.file.display().to_string();
+    let loaded = load(&args.file).with_context(|| name.clone())?;
+    crate::font::register().map_err(anyhow::Error::msg)?;
+    let dir = &args.out_dir;
+    std::fs::create_dir_all(dir).with_context(|| dir.display().to_string())?;
+    if !dir.is_dir() {
+        bail!("{}: not a directory", dir.display());
+    }
+    let contexts = contexts(&loaded.profile, &loaded.symbols);
+    let d = Data {
+        profile: loaded.profile,
+        symbols: loaded.symbols,
+        contexts,
+        top: args.top.max(1),
+    };
+    let mut written = Vec::new();
+    let mut skipped = Vec::new();
+    let ctx = |p: &Path| p.display().to_string();
+    if d.profile.series.as_ref().is_some_and(|s| !s.is_empty()) {
+        emit(
+            &crate::plot_memory::Memory,
+            &d,
+            dir,
+            args.format,
+            &mut written,
+        )
+        .with_context(|| ctx(dir))?;
+        emit(
+            &crate::plot_events::Events,
+            &d,
+            dir,
+            args.format,
+            &mut written,
+        )
+        .with_context(|| ctx(dir))?;
+    } else {
+        skipped.push("memory and events (the report has no time series)");
+    }
+    emit(
+        &crate::plot_contexts::Contexts,
+        &d,
+        dir,
+        args.format,
+        &mut written,
+    )
+    .with_context(|| ctx(dir))?;
+    emit(
+        &crate::plot_ranks::Ranks,
+        &d,
+        dir,
+        args.format,
+        &mut written,
+    )
+    .with_context(|| ctx(dir))?;
+    let flame = dir.join("flame.svg");
+    std::fs::write(&flame, crate::flame::svg(&d)).with_context(|| ctx(&flame))?;
+    written.push(flame);
+    for w in &written {
+        println!("{}", w.display());
+    }
+    for s in &skipped {
+        println!("skipped {s}");
+    }
+    Ok(())
+}
+
+/// `bytes` in MiB.
+pub fn mib(bytes: f64) -> f64 {
+    bytes / (1024.0 * 1024.0)
+}
+
+/// A range that plotters can draw, even for empty or flat data.
+pub fn upper(max: f64) -> f64 {
+    if max.is_finite() && max > 0.0 {
+        max * 1.05
+    } else {
+        1.0
+    }
+}
+
+/// Distinct line colours.
+pub fn palette(i: usize) -> RGBColor {
+    const C: [RGBColor; 8] = [
+        RGBColor(214, 39, 40),
+        RGBColor(44, 160, 44),
+        RGBColor(255, 127, 14),
+        RGBColor(148, 103, 189),
+        RGBColor(140, 86, 75),
+        RGBColor(227, 119, 194),
+        RGBColor(23, 190, 207),
+        RGBColor(188, 189, 34),
+    ];
+    C[i % C.len()]
+}
+
+/// Font of plot text at `size` px.
+pub fn font(size: u32) -> TextStyle<'static> {
+    (crate::font::FAMILY, size).into_font().into()
+}
+
+/// 1234567 → `1.23M`, 0.5 → `0.5`: axis labels that stay short.
+pub fn short_number(v: f64) -> String {
+    let a = v.abs();
+    let (x, u) = if a >= 1e9 {
+        (v / 1e9, "G")
+    } else if a >= 1e6 {
+        (v / 1e6, "M")
+    } else if a >= 1e4 {
+        (v / 1e3, "k")
+    } else {
+        (v, "")
+    };
+    let s = format!("{x:.2}");
+    let s = s.trim_end_matches('0').trim_end_matches('.');
+    format!("{s}{u}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn short_numbers() {
+        assert_eq!(short_number(0.0), "0");
+        assert_eq!(short_number(1_234_567.0), "1.23M");
+        assert_eq!(short_number(20_000.0), "20k");
+        assert_eq!(short_number(2.5), "2.5");
+    }
+}

@@ -1,0 +1,115 @@
+//! Plot 3: the hottest contexts by bytes and by count, as horizontal bars
+//! labelled with the innermost meaningful function and its module.
+
+use anyhow::Result;
+use plotters::coord::Shift;
+use plotters::prelude::*;
+
+use crate::contexts::Context;
+use crate::label::short_label;
+use crate::plot::{font, mib, pe, upper, Data, Plot};
+use crate::plot_title::title;
+
+pub struct Contexts;
+
+/// Characters of a bar label.
+const LABEL_CHARS: usize = 48;
+
+impl Plot for Contexts {
+    fn name(&self) -> &'static str {
+        "contexts"
+    }
+
+    fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>, d: &Data) -> Result<()>
+    where
+        DB::ErrorType: 'static,
+    {
+        let area = root
+            .titled(&title(&d.profile, "Hottest allocation contexts"), font(22))
+            .map_err(pe)?;
+        let (top, bottom) = area.split_vertically(area.dim_in_pixel().1 / 2);
+        let mut by_bytes: Vec<&Context> = d.contexts.contexts.iter().collect();
+        by_bytes.sort_by(|a, b| b.bytes.cmp(&a.bytes).then(b.count.cmp(&a.count)));
+        by_bytes.truncate(d.top);
+        let mut by_count: Vec<&Context> = d.contexts.contexts.iter().collect();
+        by_count.sort_by(|a, b| b.count.cmp(&a.count).then(b.bytes.cmp(&a.bytes)));
+        by_count.truncate(d.top);
+        bars(
+            &top,
+            &by_bytes,
+            |c| mib(c.bytes as f64),
+            "bytes allocated (MiB)",
+            RGBColor(31, 119, 180),
+        )?;
+        bars(
+            &bottom,
+            &by_count,
+            |c| c.count as f64,
+            "allocations (count)",
+            RGBColor(255, 127, 14),
+        )?;
+        Ok(())
+    }
+}
+
+fn bars<DB: DrawingBackend>(
+    area: &DrawingArea<DB, Shift>,
+    items: &[&Context],
+    value: impl Fn(&Context) -> f64,
+    xdesc: &str,
+    color: RGBColor,
+) -> Result<()>
+where
+    DB::ErrorType: 'static,
+{
+    if items.is_empty() {
+        area.draw_text("no allocation contexts in this report", &font(16), (40, 40))
+            .map_err(pe)?;
+        return Ok(());
+    }
+    let n = items.len();
+    let labels: Vec<String> = items
+        .iter()
+        .map(|c| short_label(&c.stack, &c.kind, LABEL_CHARS))
+        .collect();
+    let xmax = items.iter().map(|c| value(c)).fold(0.0, f64::max);
+    let mut chart = ChartBuilder::on(area)
+        .margin(12)
+        .x_label_area_size(40)
+        .y_label_area_size(400)
+        .build_cartesian_2d(0f64..upper(xmax), (0..n - 1).into_segmented())
+        .map_err(pe)?;
+    // Row 0 (the hottest) at the top.
+    let row = |i: usize| n - 1 - i;
+    chart
+        .configure_mesh()
+        .disable_y_mesh()
+        .y_labels(n)
+        .y_label_formatter(&|v| match v {
+            SegmentValue::CenterOf(k) | SegmentValue::Exact(k) if *k < n => {
+                labels[n - 1 - *k].clone()
+            }
+            _ => String::new(),
+        })
+        .x_label_formatter(&|v| crate::plot::short_number(*v))
+        .x_desc(xdesc)
+        .label_style(font(13))
+        .axis_desc_style(font(15))
+        .draw()
+        .map_err(pe)?;
+    chart
+        .draw_series(items.iter().enumerate().map(|(i, c)| {
+            let y = row(i);
+            let mut r = Rectangle::new(
+                [
+                    (0.0, SegmentValue::Exact(y)),
+                    (value(c), SegmentValue::Exact(y + 1)),
+                ],
+                color.mix(0.8).filled(),
+            );
+            r.set_margin(3, 3, 0, 0);
+            r
+        }))
+        .map_err(pe)?;
+    Ok(())
+}

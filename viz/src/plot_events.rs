@@ -1,0 +1,138 @@
+//! Plot 2: allocation event density (events/s, all ranks) over time, and
+//! the sampled events as a time × size scatter (log size).
+
+use anyhow::Result;
+use plotters::coord::Shift;
+use plotters::prelude::*;
+
+use crate::plot::{font, palette, pe, upper, Data, Plot};
+use crate::plot_title::title;
+
+pub struct Events;
+
+impl Plot for Events {
+    fn name(&self) -> &'static str {
+        "events"
+    }
+
+    fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>, d: &Data) -> Result<()>
+    where
+        DB::ErrorType: 'static,
+    {
+        let Some(s) = &d.profile.series else {
+            return Ok(());
+        };
+        let w = s.bin_ns.max(1) as f64 / 1e9;
+        let n = s.len();
+        let xmax = upper(n as f64 * w);
+        let area = root
+            .titled(&title(&d.profile, "Allocation event density"), font(22))
+            .map_err(pe)?;
+        let (top, bottom) = area.split_vertically(area.dim_in_pixel().1 / 2);
+
+        let rate = |v: &[u64]| -> Vec<(f64, f64)> {
+            (0..n)
+                .map(|i| ((i as f64 + 0.5) * w, v[i] as f64 / w))
+                .collect()
+        };
+        let allocs = rate(&s.alloc_events.sum);
+        let mpi = rate(&s.mpi_events.sum);
+        let ymax = allocs.iter().chain(&mpi).map(|p| p.1).fold(0.0, f64::max);
+        let mut chart = ChartBuilder::on(&top)
+            .margin(12)
+            .x_label_area_size(40)
+            .y_label_area_size(90)
+            .build_cartesian_2d(0f64..xmax, 0f64..upper(ymax))
+            .map_err(pe)?;
+        chart
+            .configure_mesh()
+            .x_desc("time (s)")
+            .y_desc("events/s (all ranks)")
+            .y_label_formatter(&|v| crate::plot::short_number(*v))
+            .label_style(font(13))
+            .axis_desc_style(font(15))
+            .draw()
+            .map_err(pe)?;
+        let blue = RGBColor(31, 119, 180);
+        chart
+            .draw_series(LineSeries::new(allocs, blue.stroke_width(2)))
+            .map_err(pe)?
+            .label("allocations/s")
+            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], blue));
+        if s.mpi_events.sum.iter().any(|&v| v > 0) {
+            let c = palette(2);
+            chart
+                .draw_series(LineSeries::new(mpi, c.stroke_width(1)))
+                .map_err(pe)?
+                .label("MPI calls/s")
+                .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], c));
+        }
+        chart
+            .configure_series_labels()
+            .background_style(WHITE.mix(0.85))
+            .border_style(BLACK)
+            .label_font(font(13))
+            .draw()
+            .map_err(pe)?;
+
+        let points: Vec<(f64, f64, usize)> = s
+            .per_rank
+            .iter()
+            .enumerate()
+            .flat_map(|(k, r)| {
+                r.samples
+                    .iter()
+                    .map(move |x| (x.t_ns as f64 / 1e9, x.size.max(1) as f64, k))
+            })
+            .collect();
+        let smax = points.iter().map(|p| p.1).fold(1.0, f64::max);
+        let mut chart = ChartBuilder::on(&bottom)
+            .margin(12)
+            .x_label_area_size(50)
+            .y_label_area_size(90)
+            .build_cartesian_2d(0f64..xmax, (1f64..smax * 2.0).log_scale())
+            .map_err(pe)?;
+        chart
+            .configure_mesh()
+            .x_desc("time (s)")
+            .y_desc("allocation size (bytes, log)")
+            .label_style(font(13))
+            .axis_desc_style(font(15))
+            .y_label_formatter(&|v| human(*v))
+            .draw()
+            .map_err(pe)?;
+        chart
+            .draw_series(
+                points
+                    .iter()
+                    .map(|&(t, size, k)| Circle::new((t, size), 2, palette(k).mix(0.5).filled())),
+            )
+            .map_err(pe)?;
+        let sampled: usize = s.per_rank.iter().map(|r| r.samples.len()).sum();
+        let from: u64 = s.per_rank.iter().map(|r| r.sampled_from).sum();
+        bottom
+            .draw_text(
+                &format!("{sampled} sampled of {from} allocations"),
+                &font(13),
+                (110, 14),
+            )
+            .map_err(pe)?;
+        Ok(())
+    }
+}
+
+/// 1536 → `1.5K`.
+fn human(v: f64) -> String {
+    const U: [&str; 5] = ["", "K", "M", "G", "T"];
+    let mut v = v;
+    let mut u = 0;
+    while v >= 1024.0 && u + 1 < U.len() {
+        v /= 1024.0;
+        u += 1;
+    }
+    if v.fract() == 0.0 {
+        format!("{v:.0}{}", U[u])
+    } else {
+        format!("{v:.1}{}", U[u])
+    }
+}

@@ -1,0 +1,212 @@
+//! Plot 4: peak heap per rank: bars for up to `MAX_BARS` ranks, a heat
+//! strip (a grid of cells coloured by peak) beyond; the max rank marked.
+
+use anyhow::Result;
+use plotters::coord::Shift;
+use plotters::prelude::*;
+
+use crate::plot::{font, mib, pe, upper, Data, Plot};
+use crate::plot_title::title;
+
+pub struct Ranks;
+
+/// Ranks drawn as bars; more become a heat strip.
+pub const MAX_BARS: usize = 64;
+
+/// (rank, peak bytes) of every rank the report knows.
+pub fn peaks(d: &Data) -> Vec<(u32, u64)> {
+    let p = &d.profile;
+    if !p.ranks.is_empty() {
+        return p
+            .ranks
+            .iter()
+            .map(|r| (r.rank, r.heap.peak_bytes))
+            .collect();
+    }
+    if let Some(s) = p.series.as_ref().filter(|s| s.nranks > 1) {
+        return s.per_rank.iter().map(|r| (r.rank, r.peak_bytes)).collect();
+    }
+    vec![(p.meta.rank.unwrap_or(0), p.heap.peak_bytes)]
+}
+
+/// Blue → yellow → red for t in [0, 1].
+fn heat(t: f64) -> RGBColor {
+    let t = t.clamp(0.0, 1.0);
+    let lerp = |a: f64, b: f64, u: f64| (a + (b - a) * u).round() as u8;
+    if t < 0.5 {
+        let u = t * 2.0;
+        RGBColor(
+            lerp(49.0, 254.0, u),
+            lerp(54.0, 224.0, u),
+            lerp(149.0, 144.0, u),
+        )
+    } else {
+        let u = (t - 0.5) * 2.0;
+        RGBColor(
+            lerp(254.0, 165.0, u),
+            lerp(224.0, 0.0, u),
+            lerp(144.0, 38.0, u),
+        )
+    }
+}
+
+impl Plot for Ranks {
+    fn name(&self) -> &'static str {
+        "ranks"
+    }
+
+    fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>, d: &Data) -> Result<()>
+    where
+        DB::ErrorType: 'static,
+    {
+        let mut v = peaks(d);
+        v.sort_by_key(|r| r.0);
+        let area = root
+            .titled(&title(&d.profile, "Peak heap per rank"), font(22))
+            .map_err(pe)?;
+        let Some(&(max_rank, max_peak)) = v.iter().max_by(|a, b| a.1.cmp(&b.1).then(b.0.cmp(&a.0)))
+        else {
+            return Ok(());
+        };
+        let min_peak = v.iter().map(|r| r.1).min().unwrap_or(0);
+        let mean = v.iter().map(|r| r.1 as f64).sum::<f64>() / v.len() as f64;
+        let note = format!(
+            "max: rank {max_rank}, {:.2} MiB   mean {:.2} MiB   min {:.2} MiB   imbalance (max/mean) {:.2}",
+            mib(max_peak as f64),
+            mib(mean),
+            mib(min_peak as f64),
+            if mean > 0.0 { max_peak as f64 / mean } else { 1.0 }
+        );
+        let (head, body) = area.split_vertically(30);
+        head.draw_text(&note, &font(15), (20, 6)).map_err(pe)?;
+        if v.len() <= MAX_BARS {
+            bars(&body, &v, max_rank, max_peak)
+        } else {
+            strip(&body, &v, max_rank, max_peak)
+        }
+    }
+}
+
+fn bars<DB: DrawingBackend>(
+    area: &DrawingArea<DB, Shift>,
+    v: &[(u32, u64)],
+    max_rank: u32,
+    max_peak: u64,
+) -> Result<()>
+where
+    DB::ErrorType: 'static,
+{
+    let n = v.len();
+    let ranks: Vec<u32> = v.iter().map(|r| r.0).collect();
+    let mut chart = ChartBuilder::on(area)
+        .margin(16)
+        .x_label_area_size(50)
+        .y_label_area_size(80)
+        .build_cartesian_2d(
+            (0..n - 1).into_segmented(),
+            0f64..upper(mib(max_peak as f64)),
+        )
+        .map_err(pe)?;
+    chart
+        .configure_mesh()
+        .disable_x_mesh()
+        .x_labels(n.min(32))
+        .x_label_formatter(&|x| match x {
+            SegmentValue::CenterOf(k) | SegmentValue::Exact(k) if *k < n => ranks[*k].to_string(),
+            _ => String::new(),
+        })
+        .x_desc("rank")
+        .y_desc("peak heap (MiB)")
+        .label_style(font(13))
+        .axis_desc_style(font(15))
+        .draw()
+        .map_err(pe)?;
+    let blue = RGBColor(31, 119, 180);
+    let red = RGBColor(214, 39, 40);
+    chart
+        .draw_series(v.iter().enumerate().map(|(k, &(r, peak))| {
+            let c = if r == max_rank { red } else { blue };
+            let mut bar = Rectangle::new(
+                [
+                    (SegmentValue::Exact(k), 0.0),
+                    (SegmentValue::Exact(k + 1), mib(peak as f64)),
+                ],
+                c.mix(0.85).filled(),
+            );
+            bar.set_margin(0, 0, 2, 2);
+            bar
+        }))
+        .map_err(pe)?;
+    if let Some(k) = v.iter().position(|r| r.0 == max_rank) {
+        chart
+            .draw_series(std::iter::once(Text::new(
+                format!("max: rank {max_rank}"),
+                (SegmentValue::Exact(k), mib(max_peak as f64) * 1.01),
+                font(13),
+            )))
+            .map_err(pe)?;
+    }
+    Ok(())
+}
+
+fn strip<DB: DrawingBackend>(
+    area: &DrawingArea<DB, Shift>,
+    v: &[(u32, u64)],
+    max_rank: u32,
+    max_peak: u64,
+) -> Result<()>
+where
+    DB::ErrorType: 'static,
+{
+    let n = v.len();
+    let cols = n.min(128);
+    let rows = n.div_ceil(cols);
+    let min_peak = v.iter().map(|r| r.1).min().unwrap_or(0);
+    let span = (max_peak - min_peak).max(1) as f64;
+    let (w, h) = area.dim_in_pixel();
+    let (left, top) = (60i32, 20i32);
+    let legend_h = 60i32;
+    let cw = ((w as i32 - left - 20) / cols as i32).max(1);
+    let ch = ((h as i32 - top - legend_h - 20) / rows as i32).clamp(1, 80);
+    for (k, &(r, peak)) in v.iter().enumerate() {
+        let (x, y) = (left + (k % cols) as i32 * cw, top + (k / cols) as i32 * ch);
+        let c = heat((peak - min_peak) as f64 / span);
+        area.draw(&Rectangle::new([(x, y), (x + cw, y + ch)], c.filled()))
+            .map_err(pe)?;
+        if r == max_rank {
+            area.draw(&Rectangle::new(
+                [(x - 1, y - 1), (x + cw + 1, y + ch + 1)],
+                BLACK.stroke_width(2),
+            ))
+            .map_err(pe)?;
+        }
+    }
+    let grid_bottom = top + rows as i32 * ch;
+    area.draw_text(
+        &format!("ranks in rows of {cols} (row-major, rank order); max rank {max_rank} outlined"),
+        &font(13),
+        (left, grid_bottom + 8),
+    )
+    .map_err(pe)?;
+    // Colour scale.
+    let sy = grid_bottom + 28;
+    for i in 0..200 {
+        let x = left + i * 2;
+        area.draw(&Rectangle::new(
+            [(x, sy), (x + 2, sy + 12)],
+            heat(i as f64 / 199.0).filled(),
+        ))
+        .map_err(pe)?;
+    }
+    area.draw_text(
+        &format!(
+            "{:.2} MiB … {:.2} MiB peak heap",
+            mib(min_peak as f64),
+            mib(max_peak as f64)
+        ),
+        &font(13),
+        (left + 410, sy),
+    )
+    .map_err(pe)?;
+    Ok(())
+}

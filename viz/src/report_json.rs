@@ -1,0 +1,166 @@
+//! `wmhcct report --json`: the report as one JSON document with stable keys.
+
+use serde::Serialize;
+use serde_json::{json, Map, Value};
+use wmhcct_format::{HeapStats, Profile, UnwindStats, ALLOC_KINDS};
+
+use crate::contexts::{Context, ContextList};
+use crate::h5layout::rank_count;
+
+/// Counters per event of unwinding, `None` when there were no events.
+fn per_event(n: u64, events: u64) -> Option<f64> {
+    (events > 0).then(|| n as f64 / events as f64)
+}
+
+pub fn unwind_json(u: &UnwindStats) -> Value {
+    json!({
+        "mode": u.mode,
+        "events": u.events,
+        "frames_unwound": u.frames_unwound,
+        "frames_reused": u.frames_reused,
+        "validated": u.validated,
+        "correct": u.correct,
+        "accuracy": per_event(u.correct, u.validated),
+        "frames_unwound_per_event": per_event(u.frames_unwound, u.events),
+        "frames_reused_per_event": per_event(u.frames_reused, u.events),
+        "reseeds": u.reseeds,
+        "truncated": u.truncated,
+        "errors": u.errors,
+    })
+}
+
+fn heap_json(h: &HeapStats) -> Value {
+    json!({
+        "peak_bytes": h.peak_bytes,
+        "live_bytes": h.live_bytes,
+        "live_blocks": h.live_blocks,
+        "evicted_live_bytes": h.evicted_live_bytes,
+        "evicted_peak_bytes": h.evicted_peak_bytes,
+        "unknown_frees": h.unknown_frees,
+        "peak_time_ns": h.peak_time_ns,
+    })
+}
+
+/// Totals per entry point: the ten C allocators always, other kinds when present.
+fn totals_json(p: &Profile) -> Value {
+    let mut m = Map::new();
+    for name in &ALLOC_KINDS[..10] {
+        m.insert(name.to_string(), json!({"count": 0, "bytes": 0}));
+    }
+    for t in &p.totals {
+        m.insert(t.kind.clone(), json!({"count": t.count, "bytes": t.bytes}));
+    }
+    Value::Object(m)
+}
+
+#[derive(Serialize)]
+struct FrameJson<'a> {
+    function: &'a str,
+    file: &'a str,
+    line: u32,
+    module: &'a str,
+    /// Module-relative return address, hexadecimal.
+    address: String,
+}
+
+#[derive(Serialize)]
+struct ContextJson<'a> {
+    kind: &'a str,
+    count: u64,
+    count_err: u64,
+    bytes: u64,
+    bytes_err: u64,
+    leaked_bytes: u64,
+    peak_live_bytes: u64,
+    stack: Vec<FrameJson<'a>>,
+}
+
+fn context_json(c: &Context) -> ContextJson<'_> {
+    ContextJson {
+        kind: &c.kind,
+        count: c.count,
+        count_err: c.count_err,
+        bytes: c.bytes,
+        bytes_err: c.bytes_err,
+        leaked_bytes: c.leaked_bytes,
+        peak_live_bytes: c.peak_live_bytes,
+        stack: c
+            .stack
+            .iter()
+            .map(|f| FrameJson {
+                function: &f.function,
+                file: &f.file,
+                line: f.line,
+                module: &f.module,
+                address: format!("{:#x}", f.address),
+            })
+            .collect(),
+    }
+}
+
+/// The whole JSON document; `top` limits both context lists.
+pub fn render(p: &Profile, format_version: u32, list: &ContextList, top: Option<usize>) -> Value {
+    let n = top.unwrap_or(usize::MAX);
+    let contexts: Vec<_> = list.contexts.iter().take(n).map(context_json).collect();
+    let untraced: Vec<_> = list.untraced.iter().take(n).map(context_json).collect();
+    json!({
+        "format_version": format_version,
+        "program": p.meta.program,
+        "hostname": p.meta.hostname,
+        "pid": p.meta.pid,
+        "reason": p.meta.reason,
+        "tracer_version": p.meta.tracer_version,
+        "start_unix_ns": p.meta.start_unix_ns,
+        "end_unix_ns": p.meta.end_unix_ns,
+        "duration_s": p.meta.end_unix_ns.saturating_sub(p.meta.start_unix_ns) as f64 / 1e9,
+        "ranks": rank_count(p),
+        "totals": totals_json(p),
+        "peak_bytes": p.heap.peak_bytes,
+        "live_bytes": p.heap.live_bytes,
+        "heap": heap_json(&p.heap),
+        "config": {
+            "phi": p.config.phi,
+            "epsilon": p.config.epsilon,
+            "unwind": p.config.unwind,
+            "max_depth": p.config.max_depth,
+            "exact": p.config.exact,
+        },
+        "unwind": unwind_json(&p.unwind),
+        "tracer": {
+            "collector_bytes": p.tracer.collector_bytes,
+            "ptr_table_peak": p.tracer.ptr_table_peak,
+            "untraced_events": p.tracer.untraced_events,
+        },
+        "contexts": contexts,
+        "untraced": untraced,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn accuracy_null_without_validation() {
+        let u = UnwindStats::default();
+        assert!(unwind_json(&u)["accuracy"].is_null());
+        let u = UnwindStats {
+            validated: 4,
+            correct: 3,
+            events: 2,
+            frames_unwound: 10,
+            ..UnwindStats::default()
+        };
+        let v = unwind_json(&u);
+        assert_eq!(v["accuracy"], 0.75);
+        assert_eq!(v["frames_unwound_per_event"], 5.0);
+    }
+
+    #[test]
+    fn all_ten_allocators_present() {
+        let v = totals_json(&Profile::default());
+        for k in &ALLOC_KINDS[..10] {
+            assert_eq!(v[k]["count"], 0);
+        }
+    }
+}

@@ -1,0 +1,169 @@
+//! `wmhcct report`: a readable text summary and the top contexts.
+
+use std::fmt::Write as _;
+
+use wmhcct_format::Profile;
+
+use crate::contexts::{Context, ContextList};
+use crate::h5layout::rank_count;
+
+/// `12345678` → `11.8 MiB`.
+pub fn human_bytes(b: u64) -> String {
+    const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
+    let mut v = b as f64;
+    let mut u = 0;
+    while v >= 1024.0 && u + 1 < UNITS.len() {
+        v /= 1024.0;
+        u += 1;
+    }
+    if u == 0 {
+        format!("{b} B")
+    } else {
+        format!("{v:.1} {}", UNITS[u])
+    }
+}
+
+/// `11.8 MiB (12345678 B)`, or just `640 B`.
+fn exact_bytes(b: u64) -> String {
+    if b < 1024 {
+        format!("{b} B")
+    } else {
+        format!("{} ({b} B)", human_bytes(b))
+    }
+}
+
+fn ratio(n: u64, d: u64) -> String {
+    if d == 0 {
+        "-".into()
+    } else {
+        format!("{:.2}", n as f64 / d as f64)
+    }
+}
+
+pub fn render(p: &Profile, list: &ContextList, top: usize) -> String {
+    let mut s = String::new();
+    let m = &p.meta;
+    let _ = writeln!(s, "program:   {}", m.program);
+    if !m.args.is_empty() {
+        let _ = writeln!(s, "args:      {}", m.args.join(" "));
+    }
+    let _ = writeln!(
+        s,
+        "host:      {} (pid {}, {} threads)",
+        m.hostname, m.pid, m.threads
+    );
+    let _ = writeln!(s, "ranks:     {}", rank_count(p));
+    let secs = m.end_unix_ns.saturating_sub(m.start_unix_ns) as f64 / 1e9;
+    let _ = writeln!(s, "duration:  {secs:.3} s (ended by {})", m.reason);
+    let h = &p.heap;
+    let _ = writeln!(
+        s,
+        "heap:      peak {}, live at end {} in {} blocks, {} unknown frees",
+        exact_bytes(h.peak_bytes),
+        human_bytes(h.live_bytes),
+        h.live_blocks,
+        h.unknown_frees
+    );
+    let c = &p.config;
+    let _ = writeln!(
+        s,
+        "config:    phi {} epsilon {} unwind {} max_depth {}{}",
+        c.phi,
+        c.epsilon,
+        c.unwind,
+        c.max_depth,
+        if c.exact { " exact" } else { "" }
+    );
+
+    let _ = writeln!(s, "\n{:<16} {:>14} {:>16}", "function", "calls", "bytes");
+    for t in p.totals.iter().filter(|t| t.count > 0) {
+        let _ = writeln!(s, "{:<16} {:>14} {:>16}", t.kind, t.count, t.bytes);
+    }
+
+    let u = &p.unwind;
+    let _ = writeln!(
+        s,
+        "\nunwind:    mode {}, {} events, frames/event unwound {} reused {}",
+        u.mode,
+        u.events,
+        ratio(u.frames_unwound, u.events),
+        ratio(u.frames_reused, u.events)
+    );
+    let accuracy = if u.validated == 0 {
+        "-".to_string()
+    } else {
+        format!("{:.2}%", 100.0 * u.correct as f64 / u.validated as f64)
+    };
+    let _ = writeln!(
+        s,
+        "           validated {} correct {} (accuracy {accuracy}), reseeds {}, truncated {}, errors {}",
+        u.validated, u.correct, u.reseeds, u.truncated, u.errors
+    );
+
+    let shown = list.contexts.len().min(top);
+    let _ = writeln!(
+        s,
+        "\ntop {shown} of {} contexts by count:",
+        list.contexts.len()
+    );
+    for (i, ctx) in list.contexts.iter().take(top).enumerate() {
+        context(&mut s, i + 1, ctx);
+    }
+    if !list.untraced.is_empty() {
+        let _ = writeln!(s, "\nuntraced (stack not captured):");
+        for ctx in list.untraced.iter().take(top) {
+            let _ = writeln!(
+                s,
+                "  {:<14} count {} bytes {}",
+                ctx.kind, ctx.count, ctx.bytes
+            );
+        }
+    }
+    s
+}
+
+fn context(s: &mut String, rank: usize, c: &Context) {
+    let err = |e: u64| {
+        if e == 0 {
+            String::new()
+        } else {
+            format!(" (±{e})")
+        }
+    };
+    let _ = writeln!(
+        s,
+        "\n#{rank} {}  count {}{}  bytes {}{}  leaked {}  at-peak {}",
+        c.kind,
+        c.count,
+        err(c.count_err),
+        c.bytes,
+        err(c.bytes_err),
+        c.leaked_bytes,
+        c.peak_live_bytes
+    );
+    if c.stack.is_empty() {
+        let _ = writeln!(s, "    (no frames)");
+    }
+    for f in &c.stack {
+        let loc = if f.file.is_empty() {
+            format!("{:#x}", f.address)
+        } else {
+            format!("{}:{}", f.file, f.line)
+        };
+        let module = if f.module.is_empty() { "?" } else { &f.module };
+        let _ = writeln!(s, "    {} ({loc}) [{module}]", f.function);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::human_bytes;
+
+    #[test]
+    fn bytes_are_humane() {
+        assert_eq!(human_bytes(0), "0 B");
+        assert_eq!(human_bytes(1023), "1023 B");
+        assert_eq!(human_bytes(1536), "1.5 KiB");
+        assert_eq!(human_bytes(3 << 30), "3.0 GiB");
+    }
+}

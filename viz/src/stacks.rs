@@ -1,0 +1,69 @@
+//! Every context of the allocation tree as a symbolised stack, for the
+//! folded export, the flame graph and the diff (which need all contexts, not
+//! only the hot ones `contexts` selects).
+
+use wmhcct_format::{FrameKey, Profile, UNTRACED_KIND};
+
+use crate::contexts::{alloc_tree, kinds_of, stack_of, StackFrame};
+use crate::symbolize::{kind_name, Symbols};
+
+/// One context: its allocator, frames root first, and its counters.
+#[derive(Clone, Debug)]
+pub struct Stack {
+    pub kind: String,
+    /// Outermost first (the root side), the allocator's caller last.
+    pub frames: Vec<StackFrame>,
+    pub count: u64,
+    pub bytes: u64,
+    /// No stack was captured (an untraced pseudo-context).
+    pub untraced: bool,
+}
+
+impl Stack {
+    /// Function names root first, then the allocator.
+    pub fn names(&self) -> Vec<String> {
+        let mut v: Vec<String> = if self.untraced {
+            vec!["[untraced]".to_string()]
+        } else {
+            self.frames.iter().map(frame_name).collect()
+        };
+        v.push(self.kind.clone());
+        v
+    }
+}
+
+/// A frame's function, or `??@module+0xoffset`-like text when unknown.
+pub fn frame_name(f: &StackFrame) -> String {
+    if f.function.is_empty() || f.function == "??" {
+        let module = f.module.rsplit('/').next().unwrap_or("");
+        if module.is_empty() {
+            format!("?? {:#x}", f.address)
+        } else {
+            format!("?? ({module})")
+        }
+    } else {
+        f.function.clone()
+    }
+}
+
+/// Every kind (leaf) node of the allocation tree.
+pub fn all_stacks(p: &Profile, syms: &Symbols) -> Vec<Stack> {
+    let Some(tree) = alloc_tree(p) else {
+        return Vec::new();
+    };
+    let kinds = kinds_of(&tree.name);
+    let mut out = Vec::new();
+    for (i, n) in tree.nodes.iter().enumerate() {
+        let FrameKey::Kind(k) = n.key else { continue };
+        let mut frames = stack_of(p, tree, i, syms);
+        frames.reverse();
+        out.push(Stack {
+            kind: kind_name(k, kinds),
+            frames,
+            count: n.count,
+            bytes: n.bytes,
+            untraced: k >= UNTRACED_KIND,
+        });
+    }
+    out
+}

@@ -1,0 +1,310 @@
+//! Return addresses to `function (file:line)`, once per distinct address.
+//!
+//! Each `FrameKey::Addr { module, offset }` is looked up at `offset - 1` (the
+//! offset is a return address relative to the module's load bias, so `- 1`
+//! lands inside the call instruction) in the module's DWARF via `addr2line`,
+//! falling back to the ELF symbol table (`.symtab`, else `.dynsym`) when the
+//! module has no line information, e.g. a stripped glibc.
+//!
+//! Inlined calls: the frame entry names the *outermost* function at the
+//! address (the real function that owns the return address), with the source
+//! line inside that function where the inlined chain starts. Inlined callees
+//! are not expanded into extra frames, so a stack has exactly one frame per
+//! return address, as the tree does.
+//!
+//! A module file that cannot be opened or parsed is not an error: its frames
+//! stay `??` and still carry the module path.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+
+use addr2line::Loader;
+use wmhcct_format::{FrameKey, Module, Profile};
+
+use crate::demangle::demangle;
+
+/// What an address resolved to. Unknown parts: function `??`, file empty, line 0.
+#[derive(Clone, Debug, PartialEq, Eq, Default)]
+pub struct Frame {
+    pub function: String,
+    pub file: String,
+    pub line: u32,
+}
+
+impl Frame {
+    pub fn unknown() -> Frame {
+        Frame {
+            function: "??".into(),
+            file: String::new(),
+            line: 0,
+        }
+    }
+}
+
+/// Symbolised `(module index, offset)` pairs of one profile.
+#[derive(Clone, Debug, Default)]
+pub struct Symbols {
+    map: HashMap<(u32, u64), Frame>,
+}
+
+impl Symbols {
+    pub fn insert(&mut self, module: u32, offset: u64, frame: Frame) {
+        self.map.insert((module, offset), frame);
+    }
+
+    /// The frame of an address key (`??` when it was never resolved).
+    pub fn get(&self, module: u32, offset: u64) -> Frame {
+        self.map
+            .get(&(module, offset))
+            .cloned()
+            .unwrap_or_else(Frame::unknown)
+    }
+
+    /// The frame entry of any tree key; `kinds` names `Kind` keys.
+    pub fn frame_of(&self, key: &FrameKey, kinds: &[&str]) -> Frame {
+        match *key {
+            FrameKey::Root => Frame {
+                function: "<root>".into(),
+                ..Frame::default()
+            },
+            FrameKey::Kind(k) => Frame {
+                function: kind_name(k, kinds),
+                ..Frame::default()
+            },
+            FrameKey::Addr { module, offset } => self.get(module, offset),
+            FrameKey::Unknown(_) => Frame::unknown(),
+        }
+    }
+}
+
+/// Name of a kind key: `kinds[k]`, or for untraced pseudo-contexts
+/// (`k >= UNTRACED_KIND`) the name of kind `k - UNTRACED_KIND`.
+pub fn kind_name(k: u16, kinds: &[&str]) -> String {
+    let base = if k >= wmhcct_format::UNTRACED_KIND {
+        k - wmhcct_format::UNTRACED_KIND
+    } else {
+        k
+    };
+    kinds
+        .get(base as usize)
+        .map(|s| s.to_string())
+        .unwrap_or_else(|| format!("kind#{base}"))
+}
+
+/// Resolve every distinct address key of every tree of `profile`.
+pub fn symbolize(profile: &Profile) -> Symbols {
+    let mut by_module: HashMap<u32, Vec<u64>> = HashMap::new();
+    for tree in &profile.trees {
+        for node in &tree.nodes {
+            if let FrameKey::Addr { module, offset } = node.key {
+                by_module.entry(module).or_default().push(offset);
+            }
+        }
+    }
+    let mut symbols = Symbols::default();
+    for (module, mut offsets) in by_module {
+        offsets.sort_unstable();
+        offsets.dedup();
+        let resolver = profile
+            .modules
+            .get(module as usize)
+            .map(ModuleResolver::open);
+        for offset in offsets {
+            let frame = resolver
+                .as_ref()
+                .map(|r| r.resolve(offset))
+                .unwrap_or_else(Frame::unknown);
+            symbols.insert(module, offset, frame);
+        }
+    }
+    symbols
+}
+
+/// `/usr/lib/debug/.build-id/ab/cdef….debug` for build id `abcdef…`.
+fn debug_file(build_id: &str) -> Option<PathBuf> {
+    let id = build_id.to_ascii_lowercase();
+    (id.len() > 2 && id.bytes().all(|b| b.is_ascii_hexdigit())).then(|| {
+        PathBuf::from(format!(
+            "/usr/lib/debug/.build-id/{}/{}.debug",
+            &id[..2],
+            &id[2..]
+        ))
+    })
+}
+
+/// Does the file at `path` carry the GNU build id `expected` (hex)? True when
+/// nothing was recorded or the file has none; false when unreadable.
+fn build_id_matches(path: &Path, expected: &str) -> bool {
+    use object::Object;
+    if expected.is_empty() {
+        return true;
+    }
+    let Ok(file) = std::fs::File::open(path) else {
+        return false;
+    };
+    let cache = object::ReadCache::new(file);
+    let Ok(obj) = object::File::parse(&cache) else {
+        return false;
+    };
+    match obj.build_id() {
+        Ok(Some(id)) => {
+            let hex: String = id.iter().map(|b| format!("{b:02x}")).collect();
+            hex.eq_ignore_ascii_case(expected)
+        }
+        _ => true,
+    }
+}
+
+/// Debug information of one module, if its file could be loaded.
+pub struct ModuleResolver {
+    loader: Option<Loader>,
+}
+
+impl ModuleResolver {
+    /// Load a module's debug information: from its separate debug file under
+    /// `/usr/lib/debug/.build-id/` when installed, else from the module file.
+    /// A file whose build id differs from the recorded one (rebuilt since the
+    /// run) is not used: its frames stay unknown rather than wrong.
+    pub fn open(module: &Module) -> ModuleResolver {
+        let usable = !module.path.is_empty()
+            && !module.path.starts_with('[')
+            && build_id_matches(Path::new(&module.path), &module.build_id);
+        let loader = if usable {
+            let debug = debug_file(&module.build_id).filter(|d| d.is_file());
+            debug
+                .and_then(|d| Loader::new(d).ok())
+                .or_else(|| Loader::new(&module.path).ok())
+        } else {
+            None
+        };
+        ModuleResolver { loader }
+    }
+
+    /// Resolve a return address given relative to the module's bias.
+    pub fn resolve(&self, offset: u64) -> Frame {
+        let Some(loader) = &self.loader else {
+            return Frame::unknown();
+        };
+        let probe = offset.saturating_sub(1);
+        let mut found: Option<Frame> = None;
+        if let Ok(mut frames) = loader.find_frames(probe) {
+            // Innermost first: the last frame is the real (outermost) function.
+            while let Ok(Some(f)) = frames.next() {
+                let function = f
+                    .function
+                    .as_ref()
+                    .and_then(|n| n.raw_name().ok())
+                    .map(|n| demangle(&n));
+                let (file, line) = f
+                    .location
+                    .as_ref()
+                    .map(|l| (l.file.unwrap_or("").to_string(), l.line.unwrap_or(0)))
+                    .unwrap_or_default();
+                found = Some(Frame {
+                    function: function.unwrap_or_else(|| "??".into()),
+                    file,
+                    line,
+                });
+            }
+        }
+        let mut frame = found.unwrap_or_else(Frame::unknown);
+        if frame.function == "??" {
+            if let Some(sym) = loader.find_symbol(probe) {
+                frame.function = demangle(sym);
+            }
+        }
+        if frame.file.is_empty() {
+            if let Ok(Some(loc)) = loader.find_location(probe) {
+                frame.file = loc.file.unwrap_or("").to_string();
+                frame.line = loc.line.unwrap_or(0);
+            }
+        }
+        frame
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn missing_module_stays_unknown() {
+        let m = Module {
+            path: "/nonexistent/libnothing.so".into(),
+            ..Module::default()
+        };
+        assert_eq!(ModuleResolver::open(&m).resolve(0x1234), Frame::unknown());
+    }
+
+    #[test]
+    fn stale_build_id_is_not_used() {
+        let exe = std::env::current_exe().unwrap();
+        assert!(build_id_matches(&exe, ""));
+        let m = Module {
+            path: exe.to_string_lossy().into_owned(),
+            build_id: "00112233445566778899aabbccddeeff00112233".into(),
+            ..Module::default()
+        };
+        assert!(ModuleResolver::open(&m).loader.is_none());
+        assert_eq!(
+            debug_file("ABcdef").unwrap(),
+            PathBuf::from("/usr/lib/debug/.build-id/ab/cdef.debug")
+        );
+        assert!(debug_file("xyz").is_none());
+    }
+
+    #[test]
+    fn kind_names() {
+        let k = &wmhcct_format::ALLOC_KINDS[..];
+        assert_eq!(kind_name(0, k), "malloc");
+        assert_eq!(kind_name(0x801, k), "calloc");
+        assert_eq!(kind_name(999, k), "kind#999");
+    }
+
+    #[inline(never)]
+    fn marker_function() -> usize {
+        std::hint::black_box(42)
+    }
+
+    /// Resolve an address of this very test binary through its own DWARF.
+    #[test]
+    fn resolves_own_function() {
+        let exe = std::env::current_exe().unwrap();
+        let (bias, _) = own_bias();
+        let addr = marker_function as *const () as usize as u64;
+        let m = Module {
+            path: exe.to_string_lossy().into_owned(),
+            bias,
+            ..Module::default()
+        };
+        // +1: resolve() looks up offset - 1, as for a return address.
+        let f = ModuleResolver::open(&m).resolve(addr - bias + 1);
+        assert!(f.function.contains("marker_function"), "{f:?}");
+        assert!(f.file.ends_with("symbolize.rs"), "{f:?}");
+        assert!(f.line > 0);
+    }
+
+    /// Load bias of the main executable from /proc/self/maps and the ELF file.
+    fn own_bias() -> (u64, ()) {
+        use object::{Object, ObjectSegment};
+        let exe = std::env::current_exe().unwrap();
+        let data = std::fs::read(&exe).unwrap();
+        let obj = object::File::parse(&*data).unwrap();
+        let maps = std::fs::read_to_string("/proc/self/maps").unwrap();
+        let exe_s = exe.to_string_lossy();
+        for line in maps.lines() {
+            let cols: Vec<&str> = line.split_whitespace().collect();
+            if cols.len() >= 6 && cols[5] == exe_s && cols[2] == "00000000" {
+                let start = u64::from_str_radix(cols[0].split('-').next().unwrap(), 16).unwrap();
+                let first_vaddr = obj
+                    .segments()
+                    .filter(|s| s.file_range().0 == 0)
+                    .map(|s| s.address())
+                    .next()
+                    .unwrap_or(0);
+                return (start - (first_vaddr & !0xfff), ());
+            }
+        }
+        panic!("executable not in /proc/self/maps");
+    }
+}

@@ -1,0 +1,774 @@
+//! End-to-end tests of the `wmhcct` binary: convert → HDF5 (checked with
+//! h5dump and h5py when installed) → report, and every kind of bad input.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use wmhcct_format::{
+    Config, FrameKey, HeapStats, KindTotal, Meta, Module, Node, Profile, Tree, UnwindStats,
+    ALLOC_KINDS, NO_PARENT,
+};
+
+fn wmhcct() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_wmhcct"))
+}
+
+fn run(args: &[&std::ffi::OsStr]) -> Output {
+    wmhcct().args(args).output().expect("spawn wmhcct")
+}
+
+fn os<S: AsRef<std::ffi::OsStr> + ?Sized>(s: &S) -> &std::ffi::OsStr {
+    s.as_ref()
+}
+
+fn node(parent: u32, key: FrameKey, count: u64, bytes: u64) -> Node {
+    Node {
+        parent,
+        key,
+        count,
+        count_err: 0,
+        bytes,
+        bytes_err: 0,
+        live_bytes: 0,
+        peak_live_bytes: 0,
+        flags: 3,
+    }
+}
+
+/// A C program compiled with debug info, and the file offsets of two of its functions.
+struct Prog {
+    path: PathBuf,
+    /// (symbol address of `leaf_alloc`, its source line), same for `main`.
+    leaf: (u64, u32),
+    main: (u64, u32),
+    /// GNU build id, hex (empty when the linker wrote none).
+    build_id: String,
+}
+
+const PROG_C: &str = "#include <stdlib.h>\n\
+void *leaf_alloc(size_t n)\n\
+{\n\
+    return malloc(n);\n\
+}\n\
+int main(void)\n\
+{\n\
+    free(leaf_alloc(64));\n\
+    return 0;\n\
+}\n";
+
+fn build_prog(dir: &Path) -> Option<Prog> {
+    use object::{Object, ObjectSymbol};
+    let src = dir.join("prog.c");
+    std::fs::write(&src, PROG_C).unwrap();
+    let exe = dir.join("prog");
+    let ok = Command::new("gcc")
+        .args(["-g", "-O0", "-o"])
+        .arg(&exe)
+        .arg(&src)
+        .status()
+        .map(|s| s.success())
+        .unwrap_or(false);
+    if !ok {
+        eprintln!("gcc unavailable: symbolisation of a real binary not tested");
+        return None;
+    }
+    let data = std::fs::read(&exe).unwrap();
+    let obj = object::File::parse(&*data).unwrap();
+    let addr = |name: &str| {
+        obj.symbols()
+            .find(|s| s.name() == Ok(name))
+            .map(|s| s.address())
+            .unwrap()
+    };
+    let build_id = obj
+        .build_id()
+        .ok()
+        .flatten()
+        .map(|id| id.iter().map(|b| format!("{b:02x}")).collect())
+        .unwrap_or_default();
+    Some(Prog {
+        build_id,
+        path: exe.clone(),
+        leaf: (addr("leaf_alloc"), 3),
+        main: (addr("main"), 7),
+    })
+}
+
+/// A profile with hot, cold, untraced contexts; module 0 is `prog` when given.
+fn sample(prog: Option<&Prog>) -> Profile {
+    let (leaf, main) = prog
+        .map(|p| (p.leaf.0, p.main.0))
+        .unwrap_or((0x1100, 0x1200));
+    let path = prog
+        .map(|p| p.path.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "/nonexistent/prog".into());
+    let addr = |offset| FrameKey::Addr { module: 0, offset };
+    let mut leak = node(2, FrameKey::Kind(0), 100, 6400);
+    leak.live_bytes = 64;
+    leak.peak_live_bytes = 640;
+    leak.count_err = 1;
+    let nodes = vec![
+        Node::root(),
+        node(0, addr(main + 1), 0, 0),                 // 1 main
+        node(1, addr(leaf + 1), 0, 0),                 // 2 leaf_alloc
+        leak,                                          // 3 malloc (hot)
+        node(1, FrameKey::Kind(1), 30, 300),           // 4 calloc in main (hot)
+        node(0, FrameKey::Unknown(0xdead_beef), 0, 0), // 5 unknown frame
+        node(5, FrameKey::Kind(0), 1, 1),              // 6 cold malloc
+        node(0, FrameKey::Kind(0x800), 5, 50),         // 7 untraced malloc
+        node(1, FrameKey::Kind(3), 99, 6336),          // 8 free in main (hot)
+    ];
+    let mut totals: Vec<KindTotal> = ALLOC_KINDS[..10]
+        .iter()
+        .map(|k| KindTotal {
+            kind: k.to_string(),
+            count: 0,
+            bytes: 0,
+        })
+        .collect();
+    totals[0].count = 106;
+    totals[0].bytes = 6451;
+    totals[1].count = 30;
+    totals[1].bytes = 300;
+    totals[3].count = 99;
+    totals[3].bytes = 6336;
+    Profile {
+        meta: Meta {
+            program: path.clone(),
+            args: vec![path.clone(), "--flag".into()],
+            hostname: "node001".into(),
+            pid: 4242,
+            start_unix_ns: 1_000_000_000,
+            end_unix_ns: 3_500_000_000,
+            threads: 2,
+            rank: None,
+            nranks: None,
+            reason: "exit".into(),
+            tracer_version: "0.1.0".into(),
+        },
+        config: Config {
+            phi: 0.01,
+            epsilon: 0.001,
+            unwind: "dwarf".into(),
+            max_depth: 128,
+            exact: false,
+            ..Config::default()
+        },
+        modules: vec![Module {
+            path,
+            build_id: prog
+                .map(|p| p.build_id.clone())
+                .unwrap_or_else(|| "abcdef".into()),
+            bias: 0x5555_0000_0000,
+            start: 0x5555_0000_1000,
+            end: 0x5555_0000_2000,
+        }],
+        totals,
+        heap: HeapStats {
+            peak_bytes: 640,
+            live_bytes: 64,
+            live_blocks: 1,
+            evicted_live_bytes: 0,
+            evicted_peak_bytes: 0,
+            unknown_frees: 2,
+            peak_time_ns: 12345,
+        },
+        unwind: UnwindStats {
+            mode: "dwarf".into(),
+            events: 235,
+            frames_unwound: 470,
+            frames_reused: 235,
+            validated: 10,
+            correct: 9,
+            reseeds: 1,
+            truncated: 0,
+            errors: 0,
+        },
+        tracer: Default::default(),
+        trees: vec![Tree {
+            name: "alloc".into(),
+            total_count: 235,
+            total_bytes: 13087,
+            capacity: 100,
+            nodes,
+            spread: vec![],
+            floor: None,
+        }],
+        ranks: vec![],
+        series: None,
+    }
+}
+
+fn write_profile(dir: &Path, name: &str, p: &Profile) -> PathBuf {
+    let path = dir.join(name);
+    std::fs::write(&path, wmhcct_format::encode(p).unwrap()).unwrap();
+    path
+}
+
+fn convert(dir: &Path, p: &Profile) -> PathBuf {
+    let prof = write_profile(dir, "p.wmhcct", p);
+    let out = dir.join("report.h5");
+    let o = run(&[
+        os("convert"),
+        prof.as_os_str(),
+        os("-o"),
+        out.as_os_str(),
+        os("--remove-input"),
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(out.is_file());
+    assert!(!prof.exists(), "--remove-input left the profile");
+    out
+}
+
+fn report_json(file: &Path, extra: &[&str]) -> serde_json::Value {
+    let mut args = vec![os("report"), file.as_os_str(), os("--json")];
+    args.extend(extra.iter().map(os));
+    let o = run(&args);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    serde_json::from_slice(&o.stdout).expect("valid JSON")
+}
+
+fn have(tool: &str, arg: &str) -> bool {
+    Command::new(tool)
+        .arg(arg)
+        .output()
+        .map(|o| o.status.success())
+        .unwrap_or(false)
+}
+
+const PY: &str = "/usr/bin/python3";
+
+fn have_h5py() -> bool {
+    have(PY, "-c")
+        && Command::new(PY)
+            .args(["-c", "import h5py"])
+            .status()
+            .map(|s| s.success())
+            .unwrap_or(false)
+}
+
+#[test]
+fn convert_then_report_json() {
+    let dir = tempfile::tempdir().unwrap();
+    let prog = build_prog(dir.path());
+    let p = sample(prog.as_ref());
+    let out = convert(dir.path(), &p);
+    let v = report_json(&out, &[]);
+
+    assert_eq!(v["format_version"], 1);
+    assert_eq!(v["program"], p.meta.program.as_str());
+    assert_eq!(v["ranks"], 1);
+    assert_eq!(v["totals"]["malloc"]["count"], 106);
+    assert_eq!(v["totals"]["calloc"]["bytes"], 300);
+    for k in &ALLOC_KINDS[..10] {
+        assert!(v["totals"][k]["count"].is_u64(), "missing total {k}");
+    }
+    assert_eq!(v["peak_bytes"], 640);
+    assert_eq!(v["live_bytes"], 64);
+    assert_eq!(v["heap"]["unknown_frees"], 2);
+    assert_eq!(v["config"]["phi"], 0.01);
+    assert_eq!(v["config"]["exact"], false);
+    assert_eq!(v["unwind"]["accuracy"], 0.9);
+    assert_eq!(v["unwind"]["frames_unwound_per_event"], 2.0);
+
+    let ctx = v["contexts"].as_array().unwrap();
+    // Hot contexts only: the cold malloc (count 1, 1 byte) is not in the HCCT.
+    assert_eq!(ctx.len(), 3, "{ctx:#?}");
+    let kinds: Vec<&str> = ctx.iter().map(|c| c["kind"].as_str().unwrap()).collect();
+    assert_eq!(kinds, ["malloc", "free", "calloc"]);
+    let top = &ctx[0];
+    assert_eq!(top["count"], 100);
+    assert_eq!(top["count_err"], 1);
+    assert_eq!(top["bytes"], 6400);
+    assert_eq!(top["leaked_bytes"], 64);
+    assert_eq!(top["peak_live_bytes"], 640);
+    let stack = top["stack"].as_array().unwrap();
+    assert_eq!(stack.len(), 2);
+    assert_eq!(stack[0]["module"], p.meta.program.as_str());
+    if let Some(prog) = &prog {
+        assert_eq!(stack[0]["function"], "leaf_alloc");
+        assert!(stack[0]["file"].as_str().unwrap().ends_with("prog.c"));
+        assert_eq!(stack[0]["line"], prog.leaf.1);
+        assert_eq!(stack[1]["function"], "main");
+        assert_eq!(stack[1]["line"], prog.main.1);
+        assert_eq!(stack[0]["address"], format!("{:#x}", prog.leaf.0 + 1));
+    }
+    let untraced = v["untraced"].as_array().unwrap();
+    assert_eq!(untraced.len(), 1);
+    assert_eq!(untraced[0]["kind"], "malloc");
+    assert_eq!(untraced[0]["count"], 5);
+    assert_eq!(untraced[0]["stack"].as_array().unwrap().len(), 0);
+
+    // --top limits the list.
+    let v = report_json(&out, &["--top", "1"]);
+    assert_eq!(v["contexts"].as_array().unwrap().len(), 1);
+}
+
+#[test]
+fn exact_mode_lists_every_context() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut p = sample(None);
+    p.config.exact = true;
+    let out = convert(dir.path(), &p);
+    let v = report_json(&out, &[]);
+    let ctx = v["contexts"].as_array().unwrap();
+    assert_eq!(ctx.len(), 4);
+    let cold = ctx.last().unwrap();
+    assert_eq!(cold["count"], 1);
+    assert_eq!(cold["stack"][0]["function"], "??");
+    assert_eq!(cold["stack"][0]["address"], "0xdeadbeef");
+    // A missing module file leaves frames unknown, with the module path.
+    assert_eq!(ctx[0]["stack"][0]["function"], "??");
+    assert_eq!(ctx[0]["stack"][0]["module"], "/nonexistent/prog");
+}
+
+#[test]
+fn report_reads_raw_profiles_too() {
+    let dir = tempfile::tempdir().unwrap();
+    let prog = build_prog(dir.path());
+    let p = sample(prog.as_ref());
+    let prof = write_profile(dir.path(), "raw.wmhcct", &p);
+    let v = report_json(&prof, &[]);
+    assert_eq!(v["contexts"].as_array().unwrap().len(), 3);
+    if prog.is_some() {
+        assert_eq!(v["contexts"][0]["stack"][0]["function"], "leaf_alloc");
+    }
+}
+
+#[test]
+fn text_report_is_readable() {
+    let dir = tempfile::tempdir().unwrap();
+    let prog = build_prog(dir.path());
+    let out = convert(dir.path(), &sample(prog.as_ref()));
+    let o = run(&[os("report"), out.as_os_str()]);
+    assert!(o.status.success());
+    let text = String::from_utf8(o.stdout).unwrap();
+    for needle in [
+        "program:",
+        "ranks:     1",
+        "duration:  2.500 s",
+        "peak 640 B",
+        "malloc",
+        "accuracy 90.00%",
+        "top 3 of 3 contexts",
+        "#1 malloc  count 100 (±1)",
+        "untraced",
+    ] {
+        assert!(text.contains(needle), "missing {needle:?} in\n{text}");
+    }
+    if prog.is_some() {
+        assert!(text.contains("leaf_alloc ("), "{text}");
+        assert!(text.contains("prog.c:3) ["), "{text}");
+    }
+    let o = run(&[os("report"), out.as_os_str(), os("--top"), os("1")]);
+    let text = String::from_utf8(o.stdout).unwrap();
+    assert!(text.contains("top 1 of 3"), "{text}");
+    assert!(!text.contains("#2 "), "{text}");
+}
+
+#[test]
+fn report_round_trips_the_profile() {
+    // Everything the report stores comes back: same JSON from profile and report.
+    let dir = tempfile::tempdir().unwrap();
+    let mut p = sample(None);
+    p.trees.push(Tree {
+        name: "mpi".into(),
+        total_count: 7,
+        total_bytes: 700,
+        capacity: 0,
+        nodes: vec![Node::root(), node(0, FrameKey::Kind(2), 7, 700)],
+        spread: vec![Default::default(); 2],
+        floor: Some((1, 2)),
+    });
+    p.meta.rank = Some(3);
+    p.meta.nranks = Some(8);
+    let raw = write_profile(dir.path(), "keep.wmhcct", &p);
+    let out = dir.path().join("r.h5");
+    let o = run(&[os("convert"), raw.as_os_str(), os("-o"), out.as_os_str()]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(raw.exists(), "input removed without --remove-input");
+    let mut a = report_json(&raw, &[]);
+    let mut b = report_json(&out, &[]);
+    a["format_version"] = 0.into();
+    b["format_version"] = 0.into();
+    assert_eq!(a, b);
+}
+
+#[test]
+fn h5dump_shows_the_layout() {
+    if !have("h5dump", "--version") {
+        eprintln!("h5dump not installed: skipped");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let out = convert(dir.path(), &sample(None));
+    let o = Command::new("h5dump").arg("-H").arg(&out).output().unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let text = String::from_utf8_lossy(&o.stdout);
+    for needle in [
+        "ATTRIBUTE \"format_version\"",
+        "ATTRIBUTE \"node_count\"",
+        "GROUP \"config\"",
+        "DATASET \"totals\"",
+        "GROUP \"heap\"",
+        "GROUP \"unwind\"",
+        "DATASET \"modules\"",
+        "GROUP \"trees\"",
+        "GROUP \"alloc\"",
+        "DATASET \"nodes\"",
+        "DATASET \"frames\"",
+        "\"peak_live_bytes\"",
+    ] {
+        assert!(text.contains(needle), "missing {needle} in\n{text}");
+    }
+}
+
+#[test]
+fn h5py_reads_stacks_without_wmhcct() {
+    if !have_h5py() {
+        eprintln!("h5py not installed: skipped");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let prog = build_prog(dir.path());
+    let out = convert(dir.path(), &sample(prog.as_ref()));
+    let script = r#"
+import sys, h5py
+f = h5py.File(sys.argv[1], "r")
+assert f.attrs["format_version"] == 1
+assert f.attrs["node_count"] == 9
+assert f.attrs["ranks"] == 1
+t = f["trees/alloc"]
+assert t.attrs["total_count"] == 235
+nodes, frames = t["nodes"][:], t["frames"][:]
+assert len(nodes) == len(frames) == 9
+i = 3
+assert nodes[i]["key_type"] == 1 and nodes[i]["count"] == 100
+stack = []
+p = nodes[i]["parent"]
+while p != 0:
+    fn = frames[p]["function"]
+    stack.append(fn.decode() if isinstance(fn, bytes) else fn)
+    p = nodes[p]["parent"]
+print(",".join(stack))
+tot = {(r["kind"].decode() if isinstance(r["kind"], bytes) else r["kind"]): int(r["count"]) for r in f["totals"][:]}
+assert tot["malloc"] == 106, tot
+assert f["heap"].attrs["peak_bytes"] == 640
+assert f["config"].attrs["phi"] == 0.01
+m = f["modules"][0]["path"]
+print(m.decode() if isinstance(m, bytes) else m)
+"#;
+    let o = Command::new(PY)
+        .arg("-c")
+        .arg(script)
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let stdout = String::from_utf8(o.stdout).unwrap();
+    if prog.is_some() {
+        assert!(stdout.starts_with("leaf_alloc,main\n"), "{stdout}");
+    } else {
+        assert!(stdout.starts_with("??,??\n"), "{stdout}");
+    }
+}
+
+// ------------------------------------------------------------- bad input
+
+/// Exactly one line `wmhcct: error: <file>: …`, non-zero exit, no panic.
+fn assert_one_line_error(o: &Output, file: &Path) -> String {
+    assert!(!o.status.success(), "unexpected success");
+    assert_ne!(o.status.code(), Some(101), "panicked");
+    let err = String::from_utf8_lossy(&o.stderr).into_owned();
+    assert_eq!(err.lines().count(), 1, "not one line: {err:?}");
+    let prefix = format!("wmhcct: error: {}: ", file.display());
+    assert!(err.starts_with(&prefix), "{err:?} lacks {prefix:?}");
+    assert!(!err.contains("panicked") && !err.contains("RUST_BACKTRACE"));
+    err
+}
+
+fn bad_inputs(dir: &Path) -> Vec<(PathBuf, &'static str)> {
+    let mut v = Vec::new();
+    v.push((dir.join("missing.h5"), "No such file"));
+    let empty = dir.join("empty");
+    std::fs::write(&empty, b"").unwrap();
+    v.push((empty, "empty file"));
+    let random = dir.join("random.bin");
+    let bytes: Vec<u8> = (0..4096u32)
+        .map(|i| (i.wrapping_mul(2654435761) >> 13) as u8)
+        .collect();
+    std::fs::write(&random, bytes).unwrap();
+    v.push((random, "not a wmhcct"));
+    let text = dir.join("notes.txt");
+    std::fs::write(&text, "just some text\nover two lines\n").unwrap();
+    v.push((text, "not a wmhcct"));
+    let bytes = wmhcct_format::encode(&sample(None)).unwrap();
+    let trunc_prof = dir.join("trunc.wmhcct");
+    std::fs::write(&trunc_prof, &bytes[..bytes.len() / 2]).unwrap();
+    v.push((trunc_prof, "truncated"));
+    v
+}
+
+#[test]
+fn report_rejects_bad_input_with_one_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut cases = bad_inputs(dir.path());
+
+    let good = {
+        let sub = dir.path().join("good");
+        std::fs::create_dir(&sub).unwrap();
+        convert(&sub, &sample(None))
+    };
+    let data = std::fs::read(&good).unwrap();
+    for (name, len) in [("half.h5", data.len() / 2), ("head.h5", 600), ("sig.h5", 4)] {
+        let p = dir.path().join(name);
+        std::fs::write(&p, &data[..len]).unwrap();
+        cases.push((p, ""));
+    }
+    if have_h5py() {
+        let foreign = dir.path().join("foreign.h5");
+        let ok = Command::new(PY)
+            .args([
+                "-c",
+                "import sys,h5py; f=h5py.File(sys.argv[1],'w'); f['x']=[1,2,3]; f.attrs['a']=1",
+            ])
+            .arg(&foreign)
+            .status()
+            .unwrap()
+            .success();
+        assert!(ok);
+        cases.push((foreign, "not a wmhcct report"));
+        // A report whose conversion died before node_count was written.
+        let partial = dir.path().join("partial.h5");
+        std::fs::copy(&good, &partial).unwrap();
+        let ok = Command::new(PY)
+            .args([
+                "-c",
+                "import sys,h5py; f=h5py.File(sys.argv[1],'a'); del f.attrs['node_count']",
+            ])
+            .arg(&partial)
+            .status()
+            .unwrap()
+            .success();
+        assert!(ok);
+        cases.push((partial, "truncated or corrupt report"));
+        // A report whose node_count disagrees with its trees.
+        let wrong = dir.path().join("wrong.h5");
+        std::fs::copy(&good, &wrong).unwrap();
+        Command::new(PY)
+            .args(["-c", "import sys,h5py,numpy; f=h5py.File(sys.argv[1],'a'); f.attrs['node_count']=numpy.uint64(3)"])
+            .arg(&wrong)
+            .status()
+            .unwrap();
+        cases.push((wrong, "truncated or corrupt report"));
+    }
+    for (path, expect) in &cases {
+        for json in [false, true] {
+            let mut args = vec![os("report"), path.as_os_str()];
+            if json {
+                args.push(os("--json"));
+            }
+            let o = run(&args);
+            let err = assert_one_line_error(&o, path);
+            assert!(
+                err.contains(expect),
+                "{}: {err:?} lacks {expect:?}",
+                path.display()
+            );
+            assert!(o.stdout.is_empty());
+        }
+    }
+}
+
+#[test]
+fn convert_rejects_bad_input_with_one_line() {
+    let dir = tempfile::tempdir().unwrap();
+    for (path, expect) in bad_inputs(dir.path()) {
+        let out = dir.path().join("out.h5");
+        let o = run(&[
+            os("convert"),
+            path.as_os_str(),
+            os("-o"),
+            out.as_os_str(),
+            os("--remove-input"),
+        ]);
+        let err = assert_one_line_error(&o, &path);
+        if expect == "not a wmhcct" {
+            assert!(err.contains("bad magic"), "{err}");
+        } else {
+            assert!(err.contains(expect), "{err:?} lacks {expect:?}");
+        }
+        assert!(!out.exists());
+        if path.file_name().unwrap() != "missing.h5" {
+            assert!(path.exists(), "bad input was removed");
+        }
+    }
+    // An unwritable output: the error names the output.
+    let prof = write_profile(dir.path(), "ok.wmhcct", &sample(None));
+    let out = dir.path().join("no/such/dir/out.h5");
+    let o = run(&[
+        os("convert"),
+        prof.as_os_str(),
+        os("-o"),
+        out.as_os_str(),
+        os("--remove-input"),
+    ]);
+    assert_one_line_error(&o, &out);
+    assert!(prof.exists());
+}
+
+#[test]
+fn convert_refuses_to_merge_different_profiles() {
+    let dir = tempfile::tempdir().unwrap();
+    let a = write_profile(dir.path(), "a.wmhcct", &sample(None));
+    let mut pb = sample(None);
+    pb.meta.pid = 7;
+    let b = write_profile(dir.path(), "b.wmhcct", &pb);
+    let out = dir.path().join("o.h5");
+    let o = run(&[
+        os("convert"),
+        a.as_os_str(),
+        b.as_os_str(),
+        os("-o"),
+        out.as_os_str(),
+    ]);
+    let err = assert_one_line_error(&o, &b);
+    assert!(err.contains("merging"), "{err}");
+    assert!(!out.exists());
+}
+
+// ------------------------------------------------------------- run
+
+fn empty_lib(dir: &Path) -> Option<PathBuf> {
+    let src = dir.join("empty.c");
+    std::fs::write(&src, "int wmhcct_test_marker;\n").unwrap();
+    let lib = dir.join("libwmhcct.so");
+    let ok = Command::new("gcc")
+        .args(["-shared", "-fPIC", "-o"])
+        .arg(&lib)
+        .arg(&src)
+        .status()
+        .map(|s| s.success())
+        .unwrap_or(false);
+    ok.then_some(lib)
+}
+
+#[test]
+fn run_sets_environment_and_passes_exit_code() {
+    let dir = tempfile::tempdir().unwrap();
+    let Some(lib) = empty_lib(dir.path()) else {
+        eprintln!("gcc unavailable: skipped");
+        return;
+    };
+    let o = wmhcct()
+        .args(["run", "--phi", "0.05", "--epsilon", "0.005", "--unwind", "fp", "--exact", "--out", "/tmp/x.h5", "--lib"])
+        .arg(&lib)
+        .args(["--", "sh", "-c", "echo $LD_PRELOAD $WMHCCT_PHI $WMHCCT_EPSILON $WMHCCT_UNWIND $WMHCCT_EXACT $WMHCCT_OUT; exit 7"])
+        .env_remove("LD_PRELOAD")
+        .output()
+        .unwrap();
+    assert_eq!(
+        o.status.code(),
+        Some(7),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let lib = std::fs::canonicalize(&lib).unwrap();
+    assert_eq!(
+        String::from_utf8(o.stdout).unwrap().trim(),
+        format!("{} 0.05 0.005 fp 1 /tmp/x.h5", lib.display())
+    );
+
+    // A signal becomes 128 + signal; WMHCCT_LIB is honoured.
+    let o = wmhcct()
+        .args(["run", "--", "sh", "-c", "kill -9 $$"])
+        .env("WMHCCT_LIB", &lib)
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(137));
+}
+
+#[test]
+fn run_without_library_fails_clearly() {
+    let dir = tempfile::tempdir().unwrap();
+    let missing = dir.path().join("nope.so");
+    let o = wmhcct()
+        .arg("run")
+        .arg("--lib")
+        .arg(&missing)
+        .args(["--", "true"])
+        .output()
+        .unwrap();
+    let err = assert_one_line_error(&o, &missing);
+    assert!(err.contains("tracer library not found"), "{err}");
+
+    let o = wmhcct()
+        .args(["run", "--", "/nonexistent/command"])
+        .env("WMHCCT_LIB", "/bin/sh")
+        .output()
+        .unwrap();
+    assert_one_line_error(&o, Path::new("/nonexistent/command"));
+}
+
+#[test]
+fn help_lists_subcommands() {
+    let o = run(&[os("--help")]);
+    let text = String::from_utf8(o.stdout).unwrap();
+    for c in ["run", "convert", "report"] {
+        assert!(text.contains(c));
+    }
+    let _ = NO_PARENT;
+}
+
+/// `WMHCCT_SAMPLE_DIR=/some/dir cargo test -p wmhcct --test cli -- --ignored`
+/// leaves a sample profile (with a real debug binary) there for manual checks.
+#[test]
+#[ignore]
+fn write_sample_profile() {
+    let dir = PathBuf::from(std::env::var_os("WMHCCT_SAMPLE_DIR").expect("WMHCCT_SAMPLE_DIR"));
+    let prog = build_prog(&dir);
+    let mut p = sample(prog.as_ref());
+    // WMHCCT_SAMPLE_NODES=n adds n synthetic frames (for timing conversions).
+    let extra: u32 = std::env::var("WMHCCT_SAMPLE_NODES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0);
+    let t = &mut p.trees[0];
+    for i in 0..extra {
+        let parent = if i % 16 == 0 {
+            0
+        } else {
+            t.nodes.len() as u32 - 1
+        };
+        let key = FrameKey::Addr {
+            module: 0,
+            offset: 0x1000 + (i as u64 % 5000) * 4,
+        };
+        t.nodes.push(node(parent, key, i as u64, i as u64));
+    }
+    write_profile(&dir, "sample.wmhcct", &p);
+}
+
+#[test]
+fn run_finds_the_library_beside_the_executable() {
+    let dir = tempfile::tempdir().unwrap();
+    let Some(lib) = empty_lib(dir.path()) else {
+        eprintln!("gcc unavailable: skipped");
+        return;
+    };
+    let exe = dir.path().join("wmhcct");
+    std::fs::copy(env!("CARGO_BIN_EXE_wmhcct"), &exe).unwrap();
+    let o = Command::new(&exe)
+        .args(["run", "--", "sh", "-c", "echo $LD_PRELOAD"])
+        .env_remove("WMHCCT_LIB")
+        .env_remove("LD_PRELOAD")
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let lib = std::fs::canonicalize(lib).unwrap();
+    assert_eq!(
+        String::from_utf8(o.stdout).unwrap().trim(),
+        lib.to_string_lossy()
+    );
+}

@@ -1,0 +1,485 @@
+//! `wmhcct plot`, `export` and `diff` end to end on reports built from real
+//! Collector streams (single process, 4-rank and 200-rank jobs, and a
+//! report without time series), and their bad-input handling.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use wmhcct_collector::job::{as_job_part, finish, merge};
+use wmhcct_collector::{Collector, CollectorConfig, Cursor, SeriesConfig};
+use wmhcct_format::{FrameKey, KindTotal, Profile, ALLOC_KINDS, MPI_KINDS};
+
+const MIB: u64 = 1 << 20;
+const START: u64 = 1_714_000_000_000_000_000;
+
+fn wmhcct() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_wmhcct"))
+}
+
+fn run(args: &[&std::ffi::OsStr]) -> Output {
+    wmhcct().args(args).output().expect("spawn wmhcct")
+}
+
+fn os<S: AsRef<std::ffi::OsStr> + ?Sized>(s: &S) -> &std::ffi::OsStr {
+    s.as_ref()
+}
+
+/// One rank's process: five contexts, (rank+1) MiB held from 0.3 s to 0.6 s.
+fn rank_profile(rank: u32, nranks: u32, scale: u64) -> Profile {
+    let mut c = Collector::with_series(
+        CollectorConfig {
+            phi: 0.01,
+            epsilon: 0.0,
+            exact: true,
+            n_kinds: ALLOC_KINDS.len(),
+        },
+        SeriesConfig {
+            bins: 256,
+            event_samples: 500,
+        },
+    );
+    let mut cur = Cursor::new();
+    let mut ptr = 0x10_0000u64;
+    for ms in 0..1000u64 {
+        let t = ms * 1_000_000;
+        for k in 0..5u64 {
+            ptr += 64;
+            let size = (k + 1) * 16 * scale;
+            c.on_alloc(
+                &mut cur,
+                k as u16 % 2,
+                &[0x400 + k, 0x300, 0x200],
+                0,
+                ptr,
+                size,
+                t + k,
+            );
+            c.on_free(3, ptr, t + 100 + k);
+        }
+        if ms == 300 {
+            c.on_alloc(
+                &mut cur,
+                0,
+                &[0x500, 0x200],
+                0,
+                0xbeef_0000,
+                (rank as u64 + 1) * MIB,
+                t + 1,
+            );
+        }
+        if ms == 600 {
+            c.on_free(3, 0xbeef_0000, t + 1);
+        }
+        if ms % 10 == 0 {
+            c.record_mpi_event(t + 50);
+        }
+    }
+    let mut resolve = FrameKey::Unknown;
+    let mut p = Profile::default();
+    p.meta.program = "/home/user/bin/solver".into();
+    p.meta.start_unix_ns = START + rank as u64 * 1_000_000;
+    p.meta.end_unix_ns = p.meta.start_unix_ns + 1_000_000_000;
+    p.meta.hostname = "node1".into();
+    p.meta.reason = "exit".into();
+    if nranks > 1 {
+        p.meta.nranks = Some(nranks);
+        p.meta.rank = Some(rank);
+    }
+    p.config.phi = 0.01;
+    p.config.exact = true;
+    p.config.bins = 256;
+    p.config.rank_series = 64;
+    p.config.event_samples = 500;
+    p.totals = c
+        .totals()
+        .into_iter()
+        .zip(ALLOC_KINDS)
+        .map(|((count, bytes), kind)| KindTotal {
+            kind: kind.into(),
+            count,
+            bytes,
+        })
+        .collect();
+    p.heap = c.heap_stats();
+    p.trees = vec![c.snapshot_tree("alloc", &mut resolve)];
+    p.series = c.series_snapshot(1_000_000_000, p.meta.start_unix_ns);
+    let _ = MPI_KINDS;
+    p
+}
+
+fn job(n: u32) -> Profile {
+    let mut acc: Option<Profile> = None;
+    for r in 0..n {
+        let part = as_job_part(rank_profile(r, n, 1), r);
+        acc = Some(match acc {
+            None => part,
+            Some(a) => merge(a, part, 0),
+        });
+    }
+    let mut p = acc.unwrap();
+    finish(&mut p, n);
+    p.meta.reason = "merge".into();
+    p
+}
+
+fn convert(dir: &Path, name: &str, p: &Profile) -> PathBuf {
+    let prof = dir.join(format!("{name}.wmprof"));
+    std::fs::write(&prof, wmhcct_format::encode(p).unwrap()).unwrap();
+    let out = dir.join(format!("{name}.h5"));
+    let o = run(&[os("convert"), prof.as_os_str(), os("-o"), out.as_os_str()]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    out
+}
+
+fn plot(file: &Path, dir: &Path, format: &str) -> Output {
+    let o = run(&[
+        os("plot"),
+        file.as_os_str(),
+        os("--out-dir"),
+        dir.as_os_str(),
+        os("--format"),
+        os(format),
+    ]);
+    assert!(
+        o.status.success(),
+        "plot: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    // WMHCCT_KEEP_PLOTS=DIR keeps a copy of every plot for a look.
+    if let Some(keep) = std::env::var_os("WMHCCT_KEEP_PLOTS") {
+        let keep = Path::new(&keep).join(dir.file_name().unwrap());
+        std::fs::create_dir_all(&keep).unwrap();
+        for e in std::fs::read_dir(dir).unwrap().flatten() {
+            std::fs::copy(e.path(), keep.join(e.file_name())).unwrap();
+        }
+    }
+    o
+}
+
+/// Decode a PNG: (width, height, share of non-white pixels).
+fn png_info(path: &Path) -> (u32, u32, f64) {
+    let dec = png::Decoder::new(std::fs::File::open(path).unwrap());
+    let mut reader = dec.read_info().unwrap();
+    let mut buf = vec![0; reader.output_buffer_size()];
+    let info = reader.next_frame(&mut buf).unwrap();
+    let px = info.color_type.samples();
+    let data = &buf[..info.buffer_size()];
+    let ink = data
+        .chunks(px)
+        .filter(|c| c.iter().take(3).any(|&v| v < 240))
+        .count();
+    (
+        info.width,
+        info.height,
+        ink as f64 / (info.width * info.height) as f64,
+    )
+}
+
+fn check_png(path: &Path) {
+    assert!(path.is_file(), "{} missing", path.display());
+    let (w, h, ink) = png_info(path);
+    assert_eq!((w, h), (1200, 700), "{}", path.display());
+    assert!(ink > 0.01, "{} is blank ({ink})", path.display());
+}
+
+fn check_svg(path: &Path, must: &[&str]) -> String {
+    let s = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    assert!(s.contains("<svg"), "{} is not SVG", path.display());
+    assert!(
+        s.trim_end().ends_with("</svg>"),
+        "{} unterminated",
+        path.display()
+    );
+    assert!(s.len() > 2000, "{} too small", path.display());
+    for m in must {
+        assert!(s.contains(m), "{} lacks {m:?}", path.display());
+    }
+    s
+}
+
+const PLOTS: [&str; 4] = ["memory", "events", "contexts", "ranks"];
+
+#[test]
+fn single_process_plots() {
+    let dir = tempfile::tempdir().unwrap();
+    let h5 = convert(dir.path(), "one", &rank_profile(0, 1, 1));
+    let out = dir.path().join("plots");
+    let o = plot(&h5, &out, "both");
+    let listed = String::from_utf8_lossy(&o.stdout);
+    for name in PLOTS {
+        check_png(&out.join(format!("{name}.png")));
+        let svg = check_svg(
+            &out.join(format!("{name}.svg")),
+            &["solver", "1 rank,", "2024-04-24"],
+        );
+        assert!(svg.contains(r#"width="1200""#) && svg.contains(r#"height="700""#));
+        assert!(listed.contains(&format!("{name}.png")), "{listed}");
+    }
+    check_svg(&out.join("memory.svg"), &["time (s)", "live heap (MiB)"]);
+    check_svg(&out.join("events.svg"), &["events/s"]);
+    check_svg(&out.join("flame.svg"), &["solver", "<rect", "malloc"]);
+}
+
+#[test]
+fn job_plots_bars_and_heat_strip() {
+    let dir = tempfile::tempdir().unwrap();
+    let h5 = convert(dir.path(), "job4", &job(4));
+    let out = dir.path().join("p4");
+    plot(&h5, &out, "svg");
+    let ranks = check_svg(&out.join("ranks.svg"), &["4 ranks", "max: rank 3"]);
+    assert!(ranks.contains("rank"));
+    check_svg(
+        &out.join("memory.svg"),
+        &["rank 3 (peak", "mean across ranks"],
+    );
+    assert!(!out.join("memory.png").exists(), "--format svg wrote PNG");
+
+    let h5 = convert(dir.path(), "job200", &job(200));
+    let out = dir.path().join("p200");
+    plot(&h5, &out, "png");
+    for name in PLOTS {
+        check_png(&out.join(format!("{name}.png")));
+    }
+    assert!(out.join("flame.svg").is_file());
+}
+
+#[test]
+fn report_without_series_still_plots_the_rest() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut p = rank_profile(0, 1, 1);
+    p.series = None;
+    let h5 = convert(dir.path(), "old", &p);
+    let out = dir.path().join("p");
+    let o = plot(&h5, &out, "png");
+    assert!(String::from_utf8_lossy(&o.stdout).contains("no time series"));
+    assert!(!out.join("memory.png").exists());
+    check_png(&out.join("contexts.png"));
+    check_png(&out.join("ranks.png"));
+    assert!(out.join("flame.svg").is_file());
+}
+
+fn folded_sum(text: &str) -> u64 {
+    text.lines()
+        .map(|l| {
+            let (stack, w) = l.rsplit_once(' ').expect("`stack weight`");
+            assert!(!stack.is_empty() && stack.contains(';'), "{l}");
+            w.parse::<u64>().expect("integer weight")
+        })
+        .sum()
+}
+
+#[test]
+fn export_folded_sums_equal_totals() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = rank_profile(0, 1, 1);
+    let h5 = convert(dir.path(), "e", &p);
+    let alloc_total = |f: fn(&KindTotal) -> u64| -> u64 {
+        p.totals.iter().filter(|t| t.kind != "free").map(f).sum()
+    };
+    for (weight, expect) in [
+        ("bytes", alloc_total(|t| t.bytes)),
+        ("count", alloc_total(|t| t.count)),
+    ] {
+        let o = run(&[
+            os("export"),
+            h5.as_os_str(),
+            os("--format"),
+            os("folded"),
+            os("--weight"),
+            os(weight),
+        ]);
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        let text = String::from_utf8(o.stdout).unwrap();
+        assert_eq!(folded_sum(&text), expect, "{weight}:\n{text}");
+        assert_eq!(
+            folded_sum(&text),
+            if weight == "bytes" {
+                p.trees[0].total_bytes
+            } else {
+                p.trees[0].total_count
+            }
+        );
+        assert!(
+            text.lines()
+                .all(|l| l.split(';').next_back().unwrap().starts_with("malloc")
+                    || l.contains(";calloc ")),
+            "{text}"
+        );
+    }
+    // Default weight: bytes, to a file.
+    let f = dir.path().join("out.folded");
+    let o = run(&[
+        os("export"),
+        h5.as_os_str(),
+        os("--format"),
+        os("folded"),
+        os("-o"),
+        f.as_os_str(),
+    ]);
+    assert!(o.status.success());
+    assert_eq!(
+        folded_sum(&std::fs::read_to_string(&f).unwrap()),
+        alloc_total(|t| t.bytes)
+    );
+    // JSON: the report's.
+    let o = run(&[os("export"), h5.as_os_str(), os("--format"), os("json")]);
+    let r = run(&[os("report"), h5.as_os_str(), os("--json")]);
+    assert!(o.status.success() && r.status.success());
+    assert_eq!(o.stdout, r.stdout);
+}
+
+#[test]
+fn diff_against_itself_and_a_changed_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let a = convert(dir.path(), "a", &rank_profile(0, 1, 1));
+    let o = run(&[os("diff"), a.as_os_str(), a.as_os_str()]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(text.contains("no context changed"), "{text}");
+    let o = run(&[os("diff"), a.as_os_str(), a.as_os_str(), os("--json")]);
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["changed_contexts"], 0);
+    assert_eq!(v["peak_bytes_delta"], 0);
+    assert!(v["matched_contexts"].as_u64().unwrap() >= 6);
+
+    // B allocates twice as much in the five small contexts.
+    let b = convert(dir.path(), "b", &rank_profile(0, 1, 2));
+    let o = run(&[
+        os("diff"),
+        a.as_os_str(),
+        b.as_os_str(),
+        os("--json"),
+        os("--top"),
+        os("3"),
+    ]);
+    assert!(o.status.success());
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["changed_contexts"], 5);
+    let cs = v["contexts"].as_array().unwrap();
+    assert_eq!(cs.len(), 3);
+    // Largest change first: the 80-byte context, 1000 calls → +80000 B.
+    assert_eq!(cs[0]["bytes_delta"], 80_000);
+    assert_eq!(cs[0]["count_delta"], 0);
+    assert_eq!(cs[0]["bytes_a"], 80_000);
+    let o = run(&[os("diff"), a.as_os_str(), b.as_os_str()]);
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(text.contains("5 contexts changed"), "{text}");
+    assert!(text.contains("peak heap:"), "{text}");
+}
+
+fn assert_one_line_error(o: &Output, what: &str) {
+    assert_eq!(o.status.code(), Some(1), "{what}: {o:?}");
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(err.lines().count(), 1, "{what}: not one line: {err:?}");
+    assert!(err.starts_with("wmhcct: error: "), "{what}: {err:?}");
+    assert!(!err.contains("panicked"), "{what}: {err:?}");
+}
+
+#[test]
+fn bad_input_is_one_line_and_exit_1() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let good = convert(d, "good", &rank_profile(0, 1, 1));
+    let empty = d.join("empty.h5");
+    std::fs::write(&empty, b"").unwrap();
+    let text = d.join("notes.txt");
+    std::fs::write(&text, "not a report\n").unwrap();
+    let bytes = std::fs::read(&good).unwrap();
+    let trunc = d.join("trunc.h5");
+    std::fs::write(&trunc, &bytes[..bytes.len() / 2]).unwrap();
+    let prof = wmhcct_format::encode(&rank_profile(0, 1, 1)).unwrap();
+    let trunc_prof = d.join("trunc.wmprof");
+    std::fs::write(&trunc_prof, &prof[..prof.len() / 3]).unwrap();
+    let missing = d.join("missing.h5");
+    let out = d.join("plots");
+    for bad in [&missing, &empty, &text, &trunc, &trunc_prof] {
+        let what = bad.display().to_string();
+        let o = run(&[
+            os("plot"),
+            bad.as_os_str(),
+            os("--out-dir"),
+            out.as_os_str(),
+        ]);
+        assert_one_line_error(&o, &format!("plot {what}"));
+        let o = run(&[os("export"), bad.as_os_str(), os("--format"), os("folded")]);
+        assert_one_line_error(&o, &format!("export {what}"));
+        let o = run(&[os("diff"), good.as_os_str(), bad.as_os_str()]);
+        assert_one_line_error(&o, &format!("diff good {what}"));
+        let o = run(&[os("diff"), bad.as_os_str(), good.as_os_str()]);
+        assert_one_line_error(&o, &format!("diff {what} good"));
+    }
+    // An output directory that is a file.
+    let o = run(&[
+        os("plot"),
+        good.as_os_str(),
+        os("--out-dir"),
+        text.as_os_str(),
+    ]);
+    assert_one_line_error(&o, "plot into a file");
+}
+
+#[test]
+fn h5py_reads_the_series() {
+    let py = "/usr/bin/python3";
+    let ok = Command::new(py)
+        .args(["-c", "import h5py, numpy"])
+        .status()
+        .map(|s| s.success())
+        .unwrap_or(false);
+    if !ok {
+        eprintln!("h5py unavailable: skipping");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let h5 = convert(dir.path(), "j", &job(4));
+    let script = r#"
+import sys, h5py, numpy as np
+f = h5py.File(sys.argv[1], "r")
+s = f["series"]
+n = int(s.attrs["bins"])
+assert s["time_s"].shape == (n,)
+assert s["live_bytes_max"].shape == (n,)
+live = s["per_rank/live_bytes"][:]
+ranks = list(s["per_rank/rank"][:])
+assert live.shape == (4, n), live.shape
+MIB = 1 << 20
+for i, r in enumerate(ranks):
+    assert live[i].max() == (r + 1) * MIB + 80, (r, live[i].max())
+    peak_t = s["time_s"][int(np.argmax(live[i]))]
+    assert 0.2 < peak_t < 0.4, peak_t
+assert int(s["alloc_events_sum"][:].sum()) == 4 * 5001
+assert abs(s["live_bytes_mean"][:].max() - 2.5 * MIB) < 0.2 * MIB
+smp = s["samples"][:]
+assert len(smp) == 4 * 500 and set(smp["rank"]) == {0, 1, 2, 3}
+print("ok")
+"#;
+    let o = Command::new(py)
+        .args(["-c", script])
+        .arg(&h5)
+        .output()
+        .unwrap();
+    assert!(
+        o.status.success(),
+        "{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    );
+}
+
+#[test]
+fn no_fontconfig_or_freetype_at_run_time() {
+    let o = match Command::new("ldd")
+        .arg(env!("CARGO_BIN_EXE_wmhcct"))
+        .output()
+    {
+        Ok(o) if o.status.success() => o,
+        _ => {
+            eprintln!("ldd unavailable: skipping");
+            return;
+        }
+    };
+    let libs = String::from_utf8_lossy(&o.stdout);
+    for bad in ["fontconfig", "freetype"] {
+        assert!(!libs.contains(bad), "wmhcct links {bad}:\n{libs}");
+    }
+}
