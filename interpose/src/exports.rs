@@ -58,7 +58,7 @@ pub unsafe extern "C" fn reallocarray(old: *mut c_void, n: usize, size: usize) -
             AllocKind::Reallocarray,
             old,
             // On overflow glibc fails and keeps `old`: never "size 0".
-            n.checked_mul(size).unwrap_or(usize::MAX),
+            n.saturating_mul(size),
             || unsafe { real::reallocarray(old, n, size) },
         ),
         None => unsafe { real::reallocarray(old, n, size) },
@@ -240,6 +240,7 @@ macro_rules! mpi_wrappers {
 
                 /// # Safety
                 /// As for the Fortran MPI routine.
+                #[allow(clippy::too_many_arguments)]
                 pub unsafe fn fortran($($p: usize,)* ierr: *mut c_int) {
                     let name = unsafe { std::ffi::CStr::from_bytes_with_nul_unchecked(concat!("p", $lower, "_\0").as_bytes()) };
                     let f = mpi::next_symbol(&REAL_F, name);

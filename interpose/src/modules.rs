@@ -230,7 +230,7 @@ mod tests {
         let main = &mods[0];
         assert!(main.record.path.contains("wmhcct"), "{}", main.record.path);
         assert!(main.unwind.eh_frame.is_some() && main.unwind.eh_frame_hdr.is_some());
-        let here = finds_this_process_modules_with_unwind_tables as usize as u64;
+        let here = finds_this_process_modules_with_unwind_tables as *const () as usize as u64;
         assert!(mods
             .iter()
             .any(|m| (m.record.start..m.record.end).contains(&here)));
