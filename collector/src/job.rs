@@ -70,6 +70,42 @@ pub fn finish(p: &mut Profile, nranks: u32) {
     p.ranks.sort_by_key(|r| r.rank);
 }
 
+/// The merge capacity for profiles taken with `config`: 0 (keep every
+/// context) in exact mode, else the Space-Saving capacity for ε.
+pub fn capacity(config: &wmhcct_format::Config) -> usize {
+    if config.exact {
+        0
+    } else {
+        crate::hcct::capacity_for(config.epsilon).unwrap_or(0)
+    }
+}
+
+/// Merge job parts in the binomial-tree order the MPI reduction uses
+/// (round k merges part i + 2^k into part i), so an offline merge of spill
+/// files, a simulated job and a real job follow the same code path and
+/// depth ⌈log2 P⌉. Returns the merged part and the number of rounds.
+pub fn merge_all(parts: Vec<Profile>, capacity: usize) -> Option<(Profile, u32)> {
+    let mut slots: Vec<Option<Profile>> = parts.into_iter().map(Some).collect();
+    let n = slots.len();
+    if n == 0 {
+        return None;
+    }
+    let mut step = 1usize;
+    let mut rounds = 0u32;
+    while step < n {
+        let mut i = 0;
+        while i + step < n {
+            if let (Some(a), Some(b)) = (slots[i].take(), slots[i + step].take()) {
+                slots[i] = Some(merge(a, b, capacity));
+            }
+            i += 2 * step;
+        }
+        step *= 2;
+        rounds += 1;
+    }
+    slots[0].take().map(|p| (p, rounds))
+}
+
 fn is_context(n: &Node) -> bool {
     matches!(n.key, FrameKey::Kind(_))
 }

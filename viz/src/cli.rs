@@ -21,6 +21,9 @@ pub enum Command {
     Run(RunArgs),
     /// Convert profile(s) written by the tracer into an HDF5 report.
     Convert(ConvertArgs),
+    /// Merge per-rank profiles (a spill directory, or profile files) into
+    /// one job report: for ranks that never reached MPI_Finalize.
+    Merge(MergeArgs),
     /// Print a report (HDF5 report or raw profile) as text or JSON.
     Report(ReportArgs),
     /// Draw the report's plots (memory over time, event density, hottest
@@ -131,6 +134,19 @@ pub struct ConvertArgs {
     #[arg(short, long)]
     pub output: PathBuf,
     /// Delete the input profile(s) after a successful conversion.
+    #[arg(long)]
+    pub remove_input: bool,
+}
+
+#[derive(clap::Args, Debug)]
+pub struct MergeArgs {
+    /// Spill directories (every `*.wmprof` in them) and/or profile files.
+    #[arg(required = true, num_args = 1..)]
+    pub inputs: Vec<PathBuf>,
+    /// Output HDF5 report.
+    #[arg(short, long)]
+    pub output: PathBuf,
+    /// Delete the input profiles after a successful merge.
     #[arg(long)]
     pub remove_input: bool,
 }

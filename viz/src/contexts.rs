@@ -2,7 +2,9 @@
 //! belong to the (φ, ε)-HCCT (all of them in exact mode), with their stacks.
 
 use wmhcct_collector::query::hcct_mask;
-use wmhcct_format::{FrameKey, Profile, Tree, ALLOC_KINDS, MPI_KINDS, NO_PARENT, UNTRACED_KIND};
+use wmhcct_format::{
+    FrameKey, NodeSpread, Profile, Spread, Tree, ALLOC_KINDS, MPI_KINDS, NO_PARENT, UNTRACED_KIND,
+};
 
 use crate::symbolize::{kind_name, Symbols};
 
@@ -37,15 +39,21 @@ pub struct Context {
     pub bytes_err: u64,
     pub leaked_bytes: u64,
     pub peak_live_bytes: u64,
-    /// Innermost first: index 0 called the allocator.
+    /// How count and bytes spread over the job's ranks (a single process
+    /// is rank 0 alone).
+    pub spread: NodeSpread,
+    /// Innermost first: index 0 called the allocator (or the MPI routine).
     pub stack: Vec<StackFrame>,
 }
 
-/// Contexts and untraced pseudo-contexts of the allocation tree, each sorted
-/// by count descending, then bytes descending.
+/// Contexts and untraced pseudo-contexts of the allocation tree, and the
+/// contexts of MPI calls, each sorted by count descending, then bytes
+/// descending.
 pub struct ContextList {
     pub contexts: Vec<Context>,
     pub untraced: Vec<Context>,
+    /// MPI calls (kind = the routine's C name; bytes = bytes sent).
+    pub mpi: Vec<Context>,
 }
 
 /// The allocation tree (`trees[0]`, or the tree named "alloc").
@@ -56,20 +64,48 @@ pub fn alloc_tree(p: &Profile) -> Option<&Tree> {
         .or_else(|| p.trees.first())
 }
 
+/// The MPI tree (named "mpi"), if the profile has one.
+pub fn mpi_tree(p: &Profile) -> Option<&Tree> {
+    p.trees.iter().find(|t| t.name == "mpi")
+}
+
 pub fn contexts(p: &Profile, syms: &Symbols) -> ContextList {
     let mut list = ContextList {
         contexts: Vec::new(),
         untraced: Vec::new(),
+        mpi: Vec::new(),
     };
-    let Some(tree) = alloc_tree(p) else {
-        return list;
-    };
+    if let Some(tree) = alloc_tree(p) {
+        for (ctx, untraced) in tree_contexts(p, tree, syms) {
+            if untraced {
+                list.untraced.push(ctx);
+            } else {
+                list.contexts.push(ctx);
+            }
+        }
+    }
+    if let Some(tree) = mpi_tree(p) {
+        list.mpi = tree_contexts(p, tree, syms)
+            .into_iter()
+            .map(|(c, _)| c)
+            .collect();
+    }
+    for v in [&mut list.contexts, &mut list.untraced, &mut list.mpi] {
+        v.sort_by(|a, b| b.count.cmp(&a.count).then(b.bytes.cmp(&a.bytes)));
+    }
+    list
+}
+
+/// The (φ, ε)-HCCT contexts of one tree (all of them in exact mode), each
+/// with whether it is an untraced pseudo-context.
+fn tree_contexts(p: &Profile, tree: &Tree, syms: &Symbols) -> Vec<(Context, bool)> {
     let keep = if p.config.exact {
         vec![true; tree.nodes.len()]
     } else {
         hcct_mask(tree, p.config.phi)
     };
     let kinds = kinds_of(&tree.name);
+    let mut out = Vec::new();
     for (i, node) in tree.nodes.iter().enumerate() {
         let FrameKey::Kind(k) = node.key else {
             continue;
@@ -77,6 +113,14 @@ pub fn contexts(p: &Profile, syms: &Symbols) -> ContextList {
         if !keep[i] {
             continue;
         }
+        let spread = match tree.spread.get(i) {
+            Some(s) if s.count.present > 0 => *s,
+            // A single process: the whole count is rank 0's.
+            _ => NodeSpread {
+                count: Spread::single(node.count, p.meta.rank.unwrap_or(0)),
+                bytes: Spread::single(node.bytes, p.meta.rank.unwrap_or(0)),
+            },
+        };
         let ctx = Context {
             kind: kind_name(k, kinds),
             count: node.count,
@@ -85,18 +129,12 @@ pub fn contexts(p: &Profile, syms: &Symbols) -> ContextList {
             bytes_err: node.bytes_err,
             leaked_bytes: node.live_bytes,
             peak_live_bytes: node.peak_live_bytes,
+            spread,
             stack: stack_of(p, tree, i, syms),
         };
-        if k >= UNTRACED_KIND {
-            list.untraced.push(ctx);
-        } else {
-            list.contexts.push(ctx);
-        }
+        out.push((ctx, k >= UNTRACED_KIND));
     }
-    for v in [&mut list.contexts, &mut list.untraced] {
-        v.sort_by(|a, b| b.count.cmp(&a.count).then(b.bytes.cmp(&a.bytes)));
-    }
-    list
+    out
 }
 
 /// Frames from node `i`'s parent up to (excluding) the root.

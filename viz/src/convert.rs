@@ -2,46 +2,47 @@
 
 use std::path::{Path, PathBuf};
 
-use anyhow::{bail, Context as _, Result};
+use anyhow::{Context as _, Result};
+use wmhcct_format::Profile;
 
 use crate::cli::ConvertArgs;
 use crate::h5layout;
 use crate::input::read_profile;
+use crate::merge::{merge_profiles, read_all, remove};
 use crate::symbolize::symbolize;
 
 pub fn run(args: &ConvertArgs) -> Result<()> {
-    let mut inputs: Vec<&PathBuf> = Vec::new();
+    let mut inputs: Vec<PathBuf> = Vec::new();
     for p in &args.profiles {
-        if !inputs.contains(&p) {
-            inputs.push(p);
+        if !inputs.contains(p) {
+            inputs.push(p.clone());
         }
     }
-    let first = inputs[0];
-    let profile = read_profile(first).with_context(|| first.display().to_string())?;
-    for other in &inputs[1..] {
-        let p = read_profile(other).with_context(|| other.display().to_string())?;
-        if p != profile {
-            bail!(
-                "{}: merging several profiles is not supported yet (convert each rank's profile on its own)",
-                other.display()
-            );
-        }
+    let profile = if inputs.len() == 1 {
+        read_profile(&inputs[0]).with_context(|| inputs[0].display().to_string())?
+    } else {
+        // Several profiles (ranks or processes of one job): one job report.
+        merge_profiles(read_all(&inputs)?)?
+    };
+    write_report(&profile, &args.output)?;
+    if args.remove_input {
+        remove(&inputs)?;
     }
-    let symbols = symbolize(&profile);
-    let out = &args.output;
+    Ok(())
+}
+
+/// Symbolise `profile` and write it as an HDF5 report at `out`, atomically
+/// (a temporary sibling renamed into place).
+pub fn write_report(profile: &Profile, out: &Path) -> Result<()> {
+    let symbols = symbolize(profile);
     let tmp = temp_path(out);
-    if let Err(e) = h5layout::write(&tmp, &profile, &symbols) {
+    if let Err(e) = h5layout::write(&tmp, profile, &symbols) {
         let _ = std::fs::remove_file(&tmp);
         return Err(e).with_context(|| out.display().to_string());
     }
     if let Err(e) = std::fs::rename(&tmp, out) {
         let _ = std::fs::remove_file(&tmp);
         return Err(e).with_context(|| out.display().to_string());
-    }
-    if args.remove_input {
-        for p in inputs {
-            std::fs::remove_file(p).with_context(|| format!("{}: removing input", p.display()))?;
-        }
     }
     Ok(())
 }

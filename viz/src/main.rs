@@ -12,6 +12,7 @@ mod h5layout;
 mod h5series;
 mod input;
 mod label;
+mod merge;
 mod output;
 mod plot;
 mod plot_contexts;
@@ -40,6 +41,7 @@ fn main() -> ExitCode {
     let result = match &cli.command {
         cli::Command::Run(a) => run::run(a).map(|code| code.clamp(0, 255) as u8),
         cli::Command::Convert(a) => convert::run(a).map(|()| 0),
+        cli::Command::Merge(a) => merge::run(a).map(|()| 0),
         cli::Command::Report(a) => report::run(a).map(|()| 0),
         cli::Command::Plot(a) => plot::run(a).map(|()| 0),
         cli::Command::Export(a) => export::run(a).map(|()| 0),

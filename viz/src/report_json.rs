@@ -2,7 +2,7 @@
 
 use serde::Serialize;
 use serde_json::{json, Map, Value};
-use wmhcct_format::{HeapStats, Profile, UnwindStats, ALLOC_KINDS};
+use wmhcct_format::{HeapStats, KindTotal, Profile, RankSummary, Spread, UnwindStats, ALLOC_KINDS};
 
 use crate::contexts::{Context, ContextList};
 use crate::h5layout::rank_count;
@@ -41,16 +41,83 @@ fn heap_json(h: &HeapStats) -> Value {
     })
 }
 
-/// Totals per entry point: the ten C allocators always, other kinds when present.
-fn totals_json(p: &Profile) -> Value {
+/// Totals per entry point: the ten C allocators always, other kinds (MPI
+/// routines by their C name) when present.
+fn totals_json(totals: &[KindTotal]) -> Value {
     let mut m = Map::new();
     for name in &ALLOC_KINDS[..10] {
         m.insert(name.to_string(), json!({"count": 0, "bytes": 0}));
     }
-    for t in &p.totals {
+    for t in totals {
         m.insert(t.kind.clone(), json!({"count": t.count, "bytes": t.bytes}));
     }
     Value::Object(m)
+}
+
+#[derive(Serialize)]
+struct SpreadJson {
+    min: u64,
+    max: u64,
+    mean: f64,
+    max_rank: u32,
+}
+
+fn spread_json(s: &Spread, nranks: u32) -> SpreadJson {
+    SpreadJson {
+        min: s.min_over(nranks),
+        max: s.max,
+        mean: s.mean_over(nranks),
+        max_rank: s.max_rank,
+    }
+}
+
+/// The exact per-rank scalars; a single process is its own rank 0.
+fn ranks_detail(p: &Profile) -> Value {
+    let own;
+    let ranks: &[RankSummary] = if p.ranks.is_empty() {
+        own = [RankSummary {
+            rank: p.meta.rank.unwrap_or(0),
+            hostname: p.meta.hostname.clone(),
+            pid: p.meta.pid,
+            reason: p.meta.reason.clone(),
+            totals: p.totals.clone(),
+            heap: p.heap.clone(),
+            unwind: p.unwind.clone(),
+            tracer: p.tracer.clone(),
+            threads: p.meta.threads,
+        }];
+        &own
+    } else {
+        &p.ranks
+    };
+    Value::Array(
+        ranks
+            .iter()
+            .map(|r| {
+                json!({
+                    "rank": r.rank,
+                    "hostname": r.hostname,
+                    "pid": r.pid,
+                    "reason": r.reason,
+                    "threads": r.threads,
+                    "totals": totals_json(&r.totals),
+                    "peak_bytes": r.heap.peak_bytes,
+                    "leaked_bytes": r.heap.live_bytes,
+                    "heap": heap_json(&r.heap),
+                    "unwind": unwind_json(&r.unwind),
+                    "tracer": tracer_json(&r.tracer),
+                })
+            })
+            .collect(),
+    )
+}
+
+fn tracer_json(t: &wmhcct_format::TracerStats) -> Value {
+    json!({
+        "collector_bytes": t.collector_bytes,
+        "ptr_table_peak": t.ptr_table_peak,
+        "untraced_events": t.untraced_events,
+    })
 }
 
 #[derive(Serialize)]
@@ -72,10 +139,12 @@ struct ContextJson<'a> {
     bytes_err: u64,
     leaked_bytes: u64,
     peak_live_bytes: u64,
+    per_rank_count: SpreadJson,
+    per_rank_bytes: SpreadJson,
     stack: Vec<FrameJson<'a>>,
 }
 
-fn context_json(c: &Context) -> ContextJson<'_> {
+fn context_json(c: &Context, nranks: u32) -> ContextJson<'_> {
     ContextJson {
         kind: &c.kind,
         count: c.count,
@@ -84,6 +153,8 @@ fn context_json(c: &Context) -> ContextJson<'_> {
         bytes_err: c.bytes_err,
         leaked_bytes: c.leaked_bytes,
         peak_live_bytes: c.peak_live_bytes,
+        per_rank_count: spread_json(&c.spread.count, nranks),
+        per_rank_bytes: spread_json(&c.spread.bytes, nranks),
         stack: c
             .stack
             .iter()
@@ -101,8 +172,18 @@ fn context_json(c: &Context) -> ContextJson<'_> {
 /// The whole JSON document; `top` limits both context lists.
 pub fn render(p: &Profile, format_version: u32, list: &ContextList, top: Option<usize>) -> Value {
     let n = top.unwrap_or(usize::MAX);
-    let contexts: Vec<_> = list.contexts.iter().take(n).map(context_json).collect();
-    let untraced: Vec<_> = list.untraced.iter().take(n).map(context_json).collect();
+    let nranks = rank_count(p);
+    let json_of = |c| context_json(c, nranks);
+    // Allocation contexts first, then MPI call contexts (each list limited
+    // to `top`).
+    let contexts: Vec<_> = list
+        .contexts
+        .iter()
+        .take(n)
+        .chain(list.mpi.iter().take(n))
+        .map(json_of)
+        .collect();
+    let untraced: Vec<_> = list.untraced.iter().take(n).map(json_of).collect();
     json!({
         "format_version": format_version,
         "program": p.meta.program,
@@ -114,7 +195,7 @@ pub fn render(p: &Profile, format_version: u32, list: &ContextList, top: Option<
         "end_unix_ns": p.meta.end_unix_ns,
         "duration_s": p.meta.end_unix_ns.saturating_sub(p.meta.start_unix_ns) as f64 / 1e9,
         "ranks": rank_count(p),
-        "totals": totals_json(p),
+        "totals": totals_json(&p.totals),
         "peak_bytes": p.heap.peak_bytes,
         "live_bytes": p.heap.live_bytes,
         "heap": heap_json(&p.heap),
@@ -126,11 +207,8 @@ pub fn render(p: &Profile, format_version: u32, list: &ContextList, top: Option<
             "exact": p.config.exact,
         },
         "unwind": unwind_json(&p.unwind),
-        "tracer": {
-            "collector_bytes": p.tracer.collector_bytes,
-            "ptr_table_peak": p.tracer.ptr_table_peak,
-            "untraced_events": p.tracer.untraced_events,
-        },
+        "tracer": tracer_json(&p.tracer),
+        "ranks_detail": ranks_detail(p),
         "contexts": contexts,
         "untraced": untraced,
     })
@@ -158,7 +236,7 @@ mod tests {
 
     #[test]
     fn all_ten_allocators_present() {
-        let v = totals_json(&Profile::default());
+        let v = totals_json(&Profile::default().totals);
         for k in &ALLOC_KINDS[..10] {
             assert_eq!(v[k]["count"], 0);
         }

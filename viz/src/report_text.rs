@@ -52,7 +52,18 @@ pub fn render(p: &Profile, list: &ContextList, top: usize) -> String {
         "host:      {} (pid {}, {} threads)",
         m.hostname, m.pid, m.threads
     );
-    let _ = writeln!(s, "ranks:     {}", rank_count(p));
+    match m.nranks {
+        Some(n) if n > rank_count(p) && !p.ranks.is_empty() => {
+            let _ = writeln!(
+                s,
+                "ranks:     {} of {n} (the other ranks' profiles were not recovered)",
+                rank_count(p)
+            );
+        }
+        _ => {
+            let _ = writeln!(s, "ranks:     {}", rank_count(p));
+        }
+    }
     let secs = m.end_unix_ns.saturating_sub(m.start_unix_ns) as f64 / 1e9;
     let _ = writeln!(s, "duration:  {secs:.3} s (ended by {})", m.reason);
     let h = &p.heap;
@@ -106,8 +117,23 @@ pub fn render(p: &Profile, list: &ContextList, top: usize) -> String {
         "\ntop {shown} of {} contexts by count:",
         list.contexts.len()
     );
+    let nranks = rank_count(p);
     for (i, ctx) in list.contexts.iter().take(top).enumerate() {
-        context(&mut s, i + 1, ctx);
+        context(&mut s, i + 1, ctx, nranks);
+    }
+    if !list.mpi.is_empty() {
+        let shown = list.mpi.len().min(top);
+        let _ = writeln!(
+            s,
+            "\ntop {shown} of {} MPI call contexts by count (bytes = bytes sent):",
+            list.mpi.len()
+        );
+        for (i, ctx) in list.mpi.iter().take(top).enumerate() {
+            context(&mut s, i + 1, ctx, nranks);
+        }
+    }
+    if p.ranks.len() > 1 {
+        ranks_table(&mut s, p, top);
     }
     if !list.untraced.is_empty() {
         let _ = writeln!(s, "\nuntraced (stack not captured):");
@@ -122,7 +148,56 @@ pub fn render(p: &Profile, list: &ContextList, top: usize) -> String {
     s
 }
 
-fn context(s: &mut String, rank: usize, c: &Context) {
+/// Per-rank exact scalars, the `top` ranks with the highest heap peak.
+fn ranks_table(s: &mut String, p: &Profile, top: usize) {
+    let mut ranks: Vec<_> = p.ranks.iter().collect();
+    ranks.sort_by(|a, b| {
+        b.heap
+            .peak_bytes
+            .cmp(&a.heap.peak_bytes)
+            .then(a.rank.cmp(&b.rank))
+    });
+    let shown = ranks.len().min(top);
+    let _ = writeln!(
+        s,
+        "\nranks by heap peak (top {shown} of {}):\n{:>6} {:<20} {:>14} {:>14} {:>14} {:>9}",
+        ranks.len(),
+        "rank",
+        "host",
+        "alloc events",
+        "peak",
+        "leaked",
+        "accuracy"
+    );
+    for r in ranks.into_iter().take(top) {
+        let events: u64 = r
+            .totals
+            .iter()
+            .filter(|t| !t.kind.starts_with("MPI_") || t.kind == "MPI_Alloc_mem")
+            .map(|t| t.count)
+            .sum();
+        let acc = if r.unwind.validated == 0 {
+            "-".to_string()
+        } else {
+            format!(
+                "{:.2}%",
+                100.0 * r.unwind.correct as f64 / r.unwind.validated as f64
+            )
+        };
+        let _ = writeln!(
+            s,
+            "{:>6} {:<20} {:>14} {:>14} {:>14} {:>9}",
+            r.rank,
+            r.hostname,
+            events,
+            human_bytes(r.heap.peak_bytes),
+            human_bytes(r.heap.live_bytes),
+            acc
+        );
+    }
+}
+
+fn context(s: &mut String, rank: usize, c: &Context, nranks: u32) {
     let err = |e: u64| {
         if e == 0 {
             String::new()
@@ -141,6 +216,17 @@ fn context(s: &mut String, rank: usize, c: &Context) {
         c.leaked_bytes,
         c.peak_live_bytes
     );
+    if nranks > 1 {
+        let sp = &c.spread.count;
+        let _ = writeln!(
+            s,
+            "    per rank: count min {} mean {:.1} max {} (rank {})",
+            sp.min_over(nranks),
+            sp.mean_over(nranks),
+            sp.max,
+            sp.max_rank
+        );
+    }
     if c.stack.is_empty() {
         let _ = writeln!(s, "    (no frames)");
     }

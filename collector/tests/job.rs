@@ -1,0 +1,219 @@
+//! Job-level merging (what the MPI reduction and `wmhcct merge` run):
+//! per-rank spreads, exact totals, binomial depth, and the hot contexts of
+//! bounded per-rank summaries surviving the merge.
+
+mod common;
+
+use std::collections::HashMap;
+
+use common::*;
+use proptest::prelude::*;
+use wmhcct_collector::job;
+use wmhcct_collector::query::hcct_mask;
+use wmhcct_collector::{Collector, Cursor};
+use wmhcct_format::{Config, FrameKey, KindTotal, Meta, Profile, Tree};
+
+type Truth = HashMap<Vec<FrameKey>, u64>;
+
+/// One rank's profile as the tracer would build it.
+fn rank_profile(c: &Collector, rank: u32, nranks: u32, epsilon: f64, exact: bool) -> Profile {
+    Profile {
+        meta: Meta {
+            pid: 1000 + rank,
+            rank: Some(rank),
+            nranks: Some(nranks),
+            threads: 1,
+            reason: "finalize".into(),
+            ..Meta::default()
+        },
+        config: Config {
+            phi: 5.0 * epsilon,
+            epsilon,
+            exact,
+            ..Config::default()
+        },
+        totals: c
+            .totals()
+            .into_iter()
+            .enumerate()
+            .map(|(k, (count, bytes))| KindTotal {
+                kind: format!("kind{k}"),
+                count,
+                bytes,
+            })
+            .collect(),
+        heap: c.heap_stats(),
+        trees: vec![snapshot(c)],
+        ..Profile::default()
+    }
+}
+
+fn feed(c: &mut Collector, stack: &[u64], n: u64, size: u64, truth: &mut Truth) {
+    let mut cur = Cursor::new();
+    for e in 0..n {
+        c.on_alloc(&mut cur, 0, stack, 0, 0x1000 + 16 * e, size, e);
+        c.release(0x1000 + 16 * e, e);
+    }
+    *truth.entry(context(stack, 0)).or_default() += n;
+}
+
+fn node_of<'a>(t: &'a Tree, path: &[FrameKey]) -> Option<(usize, &'a wmhcct_format::Node)> {
+    let mut cur = 0u32;
+    for k in path {
+        let (i, _) = t
+            .nodes
+            .iter()
+            .enumerate()
+            .skip(1)
+            .find(|(_, n)| n.parent == cur && n.key == *k)?;
+        cur = i as u32;
+    }
+    Some((cur as usize, &t.nodes[cur as usize]))
+}
+
+#[test]
+fn four_ranks_pattern_has_exact_totals_and_spreads() {
+    const K: u64 = 100;
+    let a = [0x400100u64, 0x400200, 0x400300];
+    let b = [0x400110u64, 0x400200, 0x400300];
+    let mut truth = Truth::new();
+    let parts: Vec<Profile> = (0..4u32)
+        .map(|r| {
+            let mut c = collector(0.0, true);
+            feed(&mut c, &a, (r as u64 + 1) * K, 64, &mut truth);
+            feed(&mut c, &b, K, 256, &mut truth);
+            job::as_job_part(rank_profile(&c, r, 4, 0.0, true), r)
+        })
+        .collect();
+    let (mut p, rounds) = job::merge_all(parts, 0).unwrap();
+    job::finish(&mut p, 4);
+    assert_eq!(rounds, 2);
+    assert_eq!(p.meta.nranks, Some(4));
+    assert_eq!(
+        p.ranks.iter().map(|r| r.rank).collect::<Vec<_>>(),
+        [0, 1, 2, 3]
+    );
+    assert_eq!(p.totals[0].count, 10 * K + 4 * K);
+    assert_eq!(p.totals[0].bytes, 10 * K * 64 + 4 * K * 256);
+    let t = &p.trees[0];
+    let (ia, na) = node_of(t, &context(&a, 0)).expect("context A");
+    assert_eq!(na.count, 10 * K);
+    assert_eq!(na.bytes, 10 * K * 64);
+    let s = t.spread[ia].count;
+    assert_eq!(
+        (s.min_over(4), s.max, s.max_rank, s.present),
+        (K, 4 * K, 3, 4)
+    );
+    assert_eq!(s.mean_over(4), 2.5 * K as f64);
+    let (ib, nb) = node_of(t, &context(&b, 0)).expect("context B");
+    assert_eq!(nb.count, 4 * K);
+    let sb = t.spread[ib].bytes;
+    assert_eq!((sb.min_over(4), sb.max), (K * 256, K * 256));
+    // The per-rank scalars stay exact.
+    for r in &p.ranks {
+        assert_eq!(r.totals[0].count, (r.rank as u64 + 1) * K + K);
+    }
+}
+
+#[test]
+fn a_context_missing_on_some_ranks_has_min_zero() {
+    let mut truth = Truth::new();
+    let parts: Vec<Profile> = (0..3u32)
+        .map(|r| {
+            let mut c = collector(0.0, true);
+            if r == 1 {
+                feed(&mut c, &[0x10, 0x20], 7, 8, &mut truth);
+            }
+            feed(&mut c, &[0x11, 0x20], 1, 8, &mut truth);
+            job::as_job_part(rank_profile(&c, r, 3, 0.0, true), r)
+        })
+        .collect();
+    let (mut p, rounds) = job::merge_all(parts, 0).unwrap();
+    job::finish(&mut p, 3);
+    assert_eq!(rounds, 2);
+    let (i, n) = node_of(&p.trees[0], &context(&[0x10, 0x20], 0)).unwrap();
+    assert_eq!(n.count, 7);
+    let s = p.trees[0].spread[i].count;
+    assert_eq!((s.min_over(3), s.max, s.max_rank, s.present), (0, 7, 1, 1));
+}
+
+#[test]
+fn merge_depth_is_logarithmic() {
+    for (n, depth) in [(1usize, 0u32), (2, 1), (5, 3), (64, 6), (1000, 10)] {
+        let parts: Vec<Profile> = (0..n as u32)
+            .map(|r| {
+                let c = collector(0.0, true);
+                job::as_job_part(rank_profile(&c, r, n as u32, 0.0, true), r)
+            })
+            .collect();
+        let (p, rounds) = job::merge_all(parts, 0).unwrap();
+        assert_eq!(rounds, depth, "{n} parts");
+        assert_eq!(p.ranks.len(), n);
+    }
+    assert!(job::merge_all(Vec::new(), 0).is_none());
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(24))]
+
+    /// Bounded per-rank summaries that must evict, merged up the tree: every
+    /// context above φN of the job (φ = 5ε, the default ratio) is in the
+    /// merged (φ, ε)-HCCT, with an estimate that never undercounts and errs
+    /// by at most its recorded error.
+    #[test]
+    fn hot_contexts_survive_bounded_job_merges(
+        seed in any::<u64>(),
+        eps_inv in 10u32..60,
+        n in 50usize..400,
+        nranks in 2u32..9,
+    ) {
+        let eps = 1.0 / eps_inv as f64;
+        let phi = 5.0 * eps;
+        let cap = job::capacity(&Config { epsilon: eps, ..Config::default() });
+        prop_assert_eq!(cap, eps_inv as usize);
+        let mut rng = common::Rng(seed);
+        let st = stacks(&mut rng, n, 6);
+        let z = Zipf::new(n, 1.1);
+        let mut truth = Truth::new();
+        let mut exact_parts = Vec::new();
+        let mut parts = Vec::new();
+        for r in 0..nranks {
+            let (mut c, mut x) = (collector(eps, false), collector(0.0, true));
+            let (mut cc, mut cx) = (Cursor::new(), Cursor::new());
+            for e in 0..1500u64 {
+                // Each rank has its own hot spot, shifted by rank.
+                let i = (z.sample(&mut rng) + r as usize * 7) % n;
+                c.on_alloc(&mut cc, 0, &st[i], 0, 0x1000 + 16 * e, 8, e);
+                x.on_alloc(&mut cx, 0, &st[i], 0, 0x1000 + 16 * e, 8, e);
+                *truth.entry(context(&st[i], 0)).or_default() += 1;
+            }
+            parts.push(job::as_job_part(rank_profile(&c, r, nranks, eps, false), r));
+            exact_parts.push(job::as_job_part(rank_profile(&x, r, nranks, 0.0, true), r));
+        }
+        let (mut p, _) = job::merge_all(parts, cap).unwrap();
+        job::finish(&mut p, nranks);
+        let (xp, _) = job::merge_all(exact_parts, 0).unwrap();
+        let t = &p.trees[0];
+        let total = t.total_count;
+        prop_assert_eq!(total, 1500 * nranks as u64);
+        prop_assert_eq!(xp.trees[0].total_count, total);
+        prop_assert_eq!(p.totals[0].count, total);
+        let keep = hcct_mask(t, phi);
+        for (path, &tc) in &truth {
+            match node_of(t, path) {
+                Some((i, node)) => {
+                    prop_assert!(node.count >= tc && node.count - node.count_err <= tc,
+                        "{:?} vs true {}", node, tc);
+                    if tc as f64 >= phi * total as f64 {
+                        prop_assert!(keep[i], "hot context {} of {} not in the HCCT", tc, total);
+                    }
+                }
+                None => prop_assert!((tc as f64) < phi * total as f64,
+                    "lost hot context {} of {}", tc, total),
+            }
+            // The exact merge has every context with its true count.
+            let (_, xn) = node_of(&xp.trees[0], path).unwrap();
+            prop_assert_eq!(xn.count, tc);
+        }
+    }
+}
