@@ -27,6 +27,11 @@ cargo clippy --workspace --all-targets -- -D warnings
 step "cargo build --release"
 cargo build --release
 
+step "slurm: bash -n on the batch script of every launcher (wmhcct slurm)"
+for launcher in mpirun srun mpiexec; do
+    target/release/wmhcct slurm --ntasks 2 --launcher "$launcher" -- ./app "an arg" | bash -n
+done
+
 step "cargo test --workspace --release"
 cargo test --workspace --release
 

@@ -1,149 +1,361 @@
 #!/usr/bin/env bash
-# End-to-end test on a real Slurm: starts munged, slurmctld and slurmd on this
-# machine (one node), submits a template made by `wmhcct slurm` that runs an
-# MPI test program with 2 ranks under the tracer, waits for the job, checks
-# the report and the plots, and stops the daemons it started (by pid).
-# A failing step (MPI_Abort) is checked too: its report is merged from spill
-# files by the template's post-step.
+# End-to-end test on a real Slurm (run by tests/tests/slurm.rs, so by
+# `cargo test --workspace --release` and CI; or by hand after
+# `cargo build --release`).
 #
-# Prints a closing line "slurm: N passed, N failed[, N skipped]". Exit 0 when
-# nothing failed; when the daemons cannot start (e.g. not root) the tests are
-# reported as skipped, never as passed.
-set -u
+# Installs slurm-wlm and munge if missing, then starts on this machine, each
+# with its own files under a temporary directory and free ports: munged (a
+# fresh key), slurmctld and slurmd (a one-node slurm.conf for this host).
+# Submits batch scripts made by `wmhcct slurm` that run
+# tests/programs/mpi_pattern.c with 2 ranks under the tracer, waits for each
+# job (bounded), and checks the job's report (ranks, exact totals), plots and
+# exit status:
+#   1. --launcher mpirun: a clean run;
+#   2. --launcher mpirun, the program calls MPI_Abort: the template's
+#      post-step merges the spill files into the job's report;
+#   3. --launcher srun (direct launch, MpiDefault=pmix): a clean run;
+#   4. the README's one line (mpirun -x LD_PRELOAD=…) in a hand-written
+#      script: the report is named after the job.
+# Every process it started is stopped by pid on exit (daemons, and job
+# processes found by a marker in their environment), on failure or signal too.
+#
+# Exit status: 0 all passed, 1 something failed, 77 skipped (not root, or
+# the packages cannot be installed: no apt or no network). A failure to
+# start the daemons as root is a failure, not a skip.
+# Every wait is bounded; the whole run takes well under a minute once the
+# packages are installed.
+set -uo pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
-BIN="$ROOT/target/release/wmhcct"
-LIB="$ROOT/target/release/libwmhcct.so"
-passed=0 failed=0 skipped=0
-pass() { echo "slurm: PASS $1"; passed=$((passed + 1)); }
-fail() { echo "slurm: FAIL $1"; failed=$((failed + 1)); }
+BIN=${WMHCCT_BIN:-$ROOT/target/release/wmhcct}
+LIB=${WMHCCT_LIB:-$ROOT/target/release/libwmhcct.so}
+CHECK="$ROOT/tests/slurm/check.py"
+PY=/usr/bin/python3
+K=50
+JOB_TIMEOUT=${WMHCCT_SLURM_JOB_TIMEOUT:-90}
+# Nothing inherited may redirect the tracer or the tests.
+unset LD_PRELOAD WMHCCT_OUT WMHCCT_SPILL_DIR WMHCCT_LIB WMHCCT_BIN WMHCCT_MPI_LIB SLURM_CONF || true
+
+passed=0 failed=0
+say() { echo "slurm: $*"; }
+pass() { say "PASS $1"; passed=$((passed + 1)); }
+fail() { say "FAIL $1"; failed=$((failed + 1)); }
 finish() {
-    echo "slurm: $passed passed, $failed failed, $skipped skipped"
-    [ "$failed" -eq 0 ]
-    exit $?
+    say "$passed passed, $failed failed"
+    [ "$failed" -eq 0 ] && exit 0
+    exit 1
 }
-skip_all() {
-    echo "slurm: SKIP: $1"
-    skipped=2
+skip() {
+    say "SKIPPED: $1"
+    exit 77
+}
+abort() { # a failure that ends the run
+    fail "$1"
     finish
 }
 
-[ -x "$BIN" ] && [ -f "$LIB" ] || { fail "target/release is not built (run cargo build --release)"; finish; }
-[ "$(id -u)" -eq 0 ] || skip_all "not root: cannot start slurm daemons here"
-if ! command -v slurmctld >/dev/null || ! command -v munged >/dev/null; then
-    apt-get update -qq >/dev/null 2>&1
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq slurm-wlm munge >/dev/null 2>&1 \
-        || skip_all "cannot install slurm-wlm and munge"
-fi
+[ -x "$BIN" ] && [ -f "$LIB" ] || abort "$BIN or $LIB missing: run cargo build --release"
+[ "$(id -u)" -eq 0 ] || skip "not root: cannot start slurmctld, slurmd and munged here"
 
-WORK=$(mktemp -d /tmp/wmhcct-slurm.XXXXXX)
+# --- packages -------------------------------------------------------------
+installed() {
+    [ "$(dpkg-query -W -f='${db:Status-Status}' "$1" 2>/dev/null || true)" = "installed" ]
+}
+command -v dpkg-query >/dev/null && command -v apt-get >/dev/null ||
+    skip "no dpkg/apt-get: install slurm-wlm and munge by hand"
+missing=()
+for p in slurm-wlm munge; do installed "$p" || missing+=("$p"); done
+if [ ${#missing[@]} -gt 0 ]; then
+    say "installing ${missing[*]}"
+    export DEBIAN_FRONTEND=noninteractive
+    APT_LOG=$(mktemp /tmp/wmhcct-slurm-apt.XXXXXX.log)
+    APT=(timeout --foreground 240 apt-get -q -y --no-install-recommends -o DPkg::Lock::Timeout=60
+        -o Dpkg::Options::=--force-confdef -o Dpkg::Options::=--force-confold)
+    if ! "${APT[@]}" install "${missing[@]}" >"$APT_LOG" 2>&1; then
+        timeout --foreground 120 apt-get -q update -o DPkg::Lock::Timeout=60 >>"$APT_LOG" 2>&1
+        "${APT[@]}" install "${missing[@]}" >>"$APT_LOG" 2>&1 ||
+            skip "cannot install ${missing[*]} (no network or no apt repository?): $(tail -n 2 "$APT_LOG" | tr '\n' ' ')"
+    fi
+    rm -f "$APT_LOG"
+fi
+for c in munged munge slurmctld slurmd sbatch scontrol sinfo scancel mpicc; do
+    command -v "$c" >/dev/null || abort "$c not found after installing slurm-wlm, munge (and scripts/setup.sh's openmpi)"
+done
+
+# --- daemons --------------------------------------------------------------
+WORK=$(mktemp -d /tmp/wmhcct-slurm.XXXXXX) || abort "mktemp"
 chmod 755 "$WORK"
-PIDS=()
+# Processes started here (daemons) and by the jobs carry this in their
+# environment; cleanup stops exactly those, by pid.
+MARK="WMHCCT_SLURM_TEST=$WORK"
+DAEMONS=()
+JOBS=()
+marked_pids() {
+    grep -lzx -- "$MARK" /proc/[0-9]*/environ 2>/dev/null | cut -d/ -f3 | grep -vx "$$"
+}
+running() { # pid: exists and is not a zombie
+    local st
+    st=$(awk '{print $3}' "/proc/$1/stat" 2>/dev/null) && [ -n "$st" ] && [ "$st" != Z ]
+}
+stop_pids() { # TERM, up to 10 s, then KILL
+    [ $# -gt 0 ] || return 0
+    kill -TERM "$@" 2>/dev/null
+    for _ in $(seq 1 100); do
+        local alive=0 p
+        for p in "$@"; do running "$p" && alive=1; done
+        [ "$alive" -eq 0 ] && return 0
+        sleep 0.1
+    done
+    kill -KILL "$@" 2>/dev/null
+}
 cleanup() {
-    for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null; done
-    sleep 1
-    for p in "${PIDS[@]}"; do kill -9 "$p" 2>/dev/null; done
+    trap - EXIT INT TERM HUP
+    if [ ${#JOBS[@]} -gt 0 ] && [ -n "${SLURM_CONF:-}" ]; then
+        timeout 10 scancel "${JOBS[@]}" 2>/dev/null
+    fi
+    # Job processes (slurmstepd, the batch script, mpirun, the ranks) first;
+    # the daemons' own helpers (slurmctld's slurmscriptd) go with them.
+    local daemons=" ${DAEMONS[*]} " jobs=() p ppid
+    for p in $(marked_pids); do
+        ppid=$(awk '{print $4}' "/proc/$p/stat" 2>/dev/null)
+        [[ "$daemons" == *" $p "* || "$daemons" == *" $ppid "* ]] || jobs+=("$p")
+    done
+    stop_pids "${jobs[@]}"
+    # Then the daemons, last started first: slurmd, slurmctld, munged.
+    local i
+    for ((i = ${#DAEMONS[@]} - 1; i >= 0; i--)); do stop_pids "${DAEMONS[i]}"; done
+    if [ "$failed" -eq 0 ] && [ "${WMHCCT_SLURM_KEEP:-0}" != 1 ]; then
+        rm -rf "$WORK"
+    else
+        say "kept $WORK (logs in $WORK/log)"
+    fi
 }
 trap cleanup EXIT
+trap 'say "interrupted"; failed=$((failed + 1)); exit 1' INT TERM HUP
 
-HOST=$(hostname -s)
-CPUS=$(nproc)
-MEM=$(( $(awk '/MemTotal/ {print $2}' /proc/meminfo) / 1024 / 2 ))
-mkdir -p "$WORK/spool" "$WORK/state" "$WORK/munge" "$WORK/log" "$WORK/jobs"
-# munge: a private key, socket and daemon.
+log_tail() { tail -n 5 "$WORK/log/$1" 2>/dev/null | tr '\n' ' '; }
+started() { # name pid: still alive after a moment?
+    sleep 0.3
+    kill -0 "$2" 2>/dev/null || abort "$1 exited at start: $(log_tail "$1.log")"
+}
+
+mkdir -p "$WORK/munge" "$WORK/spool" "$WORK/state" "$WORK/log" "$WORK/jobs"
 dd if=/dev/urandom of="$WORK/munge/munge.key" bs=1024 count=1 status=none
 chmod 600 "$WORK/munge/munge.key"
-munged --force --key-file="$WORK/munge/munge.key" --socket="$WORK/munge/munge.sock" \
-    --pid-file="$WORK/munge/munged.pid" --log-file="$WORK/log/munged.log" \
-    --seed-file="$WORK/munge/seed" >/dev/null 2>&1 || skip_all "munged does not start"
-sleep 1
-PIDS+=("$(cat "$WORK/munge/munged.pid")")
+SOCK="$WORK/munge/munge.sock"
+env "$MARK" munged --foreground --force --key-file="$WORK/munge/munge.key" --socket="$SOCK" \
+    --pid-file="$WORK/munge/munged.pid" --seed-file="$WORK/munge/seed" \
+    --log-file="$WORK/log/munged.log" >"$WORK/log/munged.out" 2>&1 &
+DAEMONS+=("$!")
+disown
+started munged "${DAEMONS[-1]}"
+for _ in $(seq 1 50); do [ -S "$SOCK" ] && break; sleep 0.1; done
+munge -S "$SOCK" -n 2>/dev/null | unmunge -S "$SOCK" >/dev/null 2>&1 ||
+    abort "munged does not answer on $SOCK: $(log_tail munged.log)"
 
-cat > "$WORK/slurm.conf" <<CONF
-ClusterName=wmhcct
-SlurmctldHost=$HOST
+read -r CTLD_PORT SLURMD_PORT < <("$PY" -c '
+import socket
+s = [socket.socket() for _ in range(2)]
+for x in s: x.bind(("127.0.0.1", 0))
+print(*[x.getsockname()[1] for x in s])') || abort "no free ports"
+HOST=$(hostname -s)
+CPUS=$(nproc)
+[ "$CPUS" -ge 2 ] || CPUS=2 # config_overrides below: 2 ranks even on one CPU
+MEM=$(($(awk '/^MemTotal:/ {print int($2 / 1024)}' /proc/meminfo) - 512))
+[ "$MEM" -ge 256 ] || MEM=256
+PLUGINS=$(dirname "$(find /usr/lib -path '*slurm*' -name 'mpi_pmix.so' -print -quit 2>/dev/null)" 2>/dev/null)
+MPI_DEFAULT=none
+[ -n "$PLUGINS" ] && [ "$PLUGINS" != . ] && MPI_DEFAULT=pmix
+# Job ids (and the PMIx directories named after them) differ between
+# clusters that may run at the same time on this machine.
+FIRST_JOB=$(((RANDOM * 32768 + RANDOM) % 50000000 + 1000))
+mkdir -p "$WORK/pmix"
+echo "PMIxCliTmpDirBase=$WORK/pmix" >"$WORK/mpi.conf"
+cat >"$WORK/slurm.conf" <<CONF
+# One-node test cluster made by tests/slurm/run.sh.
+ClusterName=wmhcct-test
+SlurmctldHost=$HOST(127.0.0.1)
 SlurmUser=root
 SlurmdUser=root
+SlurmctldPort=$CTLD_PORT
+SlurmdPort=$SLURMD_PORT
 AuthType=auth/munge
-AuthInfo=socket=$WORK/munge/munge.sock
+AuthInfo=socket=$SOCK
 CredType=cred/munge
-SlurmctldPort=16817
-SlurmdPort=16818
+StateSaveLocation=$WORK/state
+SlurmdSpoolDir=$WORK/spool
 SlurmctldPidFile=$WORK/slurmctld.pid
 SlurmdPidFile=$WORK/slurmd.pid
-SlurmdSpoolDir=$WORK/spool
-StateSaveLocation=$WORK/state
 SlurmctldLogFile=$WORK/log/slurmctld.log
 SlurmdLogFile=$WORK/log/slurmd.log
 ProctrackType=proctrack/linuxproc
 TaskPlugin=task/none
-MpiDefault=none
-ReturnToService=2
-SchedulerType=sched/backfill
+SwitchType=switch/none
+MpiDefault=$MPI_DEFAULT
+SchedulerType=sched/builtin
 SelectType=select/cons_tres
 SelectTypeParameters=CR_Core
+SlurmdParameters=config_overrides
+ReturnToService=2
 JobCompType=jobcomp/none
 AccountingStorageType=accounting_storage/none
 JobAcctGatherType=jobacct_gather/none
+MailProg=/bin/true
 InactiveLimit=0
 KillWait=5
-NodeName=$HOST CPUs=$CPUS RealMemory=$MEM State=UNKNOWN
-PartitionName=debug Nodes=$HOST Default=YES MaxTime=INFINITE State=UP OverSubscribe=YES
+MinJobAge=300
+FirstJobId=$FIRST_JOB
+NodeName=$HOST NodeAddr=127.0.0.1 CPUs=$CPUS RealMemory=$MEM State=UNKNOWN
+PartitionName=debug Nodes=$HOST Default=YES MaxTime=INFINITE State=UP
 CONF
 export SLURM_CONF="$WORK/slurm.conf"
-slurmctld -f "$SLURM_CONF" >/dev/null 2>&1 || skip_all "slurmctld does not start (see $WORK/log)"
-for _ in $(seq 1 20); do [ -f "$WORK/slurmctld.pid" ] && break; sleep 0.5; done
-[ -f "$WORK/slurmctld.pid" ] && PIDS+=("$(cat "$WORK/slurmctld.pid")")
-slurmd -f "$SLURM_CONF" >/dev/null 2>&1 || skip_all "slurmd does not start (see $WORK/log)"
-for _ in $(seq 1 20); do [ -f "$WORK/slurmd.pid" ] && break; sleep 0.5; done
-[ -f "$WORK/slurmd.pid" ] && PIDS+=("$(cat "$WORK/slurmd.pid")")
+env "$MARK" slurmctld -D -f "$SLURM_CONF" >"$WORK/log/slurmctld.out" 2>&1 &
+DAEMONS+=("$!")
+disown
+started slurmctld "${DAEMONS[-1]}"
+env "$MARK" slurmd -D -N "$HOST" -f "$SLURM_CONF" >"$WORK/log/slurmd.out" 2>&1 &
+DAEMONS+=("$!")
+disown
+started slurmd "${DAEMONS[-1]}"
 ready=0
 for _ in $(seq 1 60); do
-    if sinfo -h -o %t 2>/dev/null | grep -qE '^(idle|mix|alloc)'; then ready=1; break; fi
-    sleep 1
+    state=$(timeout 5 sinfo -h -n "$HOST" -o %t 2>/dev/null)
+    case "$state" in idle*) ready=1; break ;; esac
+    sleep 0.5
 done
-[ "$ready" -eq 1 ] || skip_all "the slurm node never became idle: $(sinfo 2>&1 | tail -1)"
+[ "$ready" -eq 1 ] || abort "the node never became idle (state '$state'): $(log_tail slurmctld.log) / $(log_tail slurmd.log)"
+say "cluster up: node $HOST, $CPUS CPUs, MpiDefault=$MPI_DEFAULT, ports $CTLD_PORT/$SLURMD_PORT ($WORK)"
 
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
-mpicc -O1 -g -o "$WORK/jobs/mpi_pattern" "$ROOT/tests/programs/mpi_pattern.c" || { fail "mpicc"; finish; }
+# --- jobs -----------------------------------------------------------------
+cd "$WORK/jobs" || abort "cd $WORK/jobs"
+mpicc -O1 -g -fno-omit-frame-pointer -o mpi_pattern "$ROOT/tests/programs/mpi_pattern.c" 2>"$WORK/log/mpicc.log" ||
+    abort "mpicc mpi_pattern.c: $(log_tail mpicc.log)"
 
-# Submit a template and wait (bounded) for the job to leave the queue.
-run_job() { # name, extra app args
-    local name=$1; shift
-    "$BIN" slurm --ntasks 2 --nodes 1 --time 5 --launcher mpirun --partition debug \
-        -o "$WORK/jobs/$name.sbatch" -- "$WORK/jobs/mpi_pattern" 50 "$@" || return 1
-    bash -n "$WORK/jobs/$name.sbatch" || return 1
-    local id
-    id=$(cd "$WORK/jobs" && sbatch --parsable "$WORK/jobs/$name.sbatch") || return 1
-    for _ in $(seq 1 180); do
-        squeue -h -j "$id" 2>/dev/null | grep -q . || break
-        sleep 1
+out_tail() { tail -n 8 "wmhcct-$JOB_ID.out" 2>/dev/null | tr '\n' ' '; }
+
+# submit NAME LAUNCHER ARGS…: make the script with `wmhcct slurm`, check it
+# with bash -n, then run_job NAME.
+# run_job NAME: sbatch NAME.sbatch from $WORK/jobs, wait (bounded) for the
+# job to end. Both set JOB_ID, JOB_STATE, JOB_EXIT and return non-zero
+# (after a FAIL) if the job could not be run.
+submit() {
+    local name=$1 launcher=$2
+    shift 2
+    JOB_ID= JOB_STATE= JOB_EXIT=
+    "$BIN" slurm --ntasks 2 --nodes 1 --time 5 --partition debug --launcher "$launcher" \
+        --job-name "wmhcct-$name" -o "$name.sbatch" -- "$PWD/mpi_pattern" "$K" "$@" 2>"$WORK/log/$name.gen" ||
+        { fail "$name: wmhcct slurm: $(log_tail "$name.gen")"; return 1; }
+    bash -n "$name.sbatch" 2>"$WORK/log/$name.bashn" || { fail "$name: bash -n: $(log_tail "$name.bashn")"; return 1; }
+    run_job "$name"
+}
+run_job() {
+    local name=$1
+    JOB_ID= JOB_STATE= JOB_EXIT=
+    JOB_ID=$(env "$MARK" OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 \
+        timeout 20 sbatch --parsable "$name.sbatch" 2>"$WORK/log/$name.sbatch.err") ||
+        { fail "$name: sbatch: $(log_tail "$name.sbatch.err")"; return 1; }
+    JOB_ID=${JOB_ID%%;*}
+    JOBS+=("$JOB_ID")
+    local info deadline=$((SECONDS + JOB_TIMEOUT))
+    while [ "$SECONDS" -lt "$deadline" ]; do
+        info=$(timeout 5 scontrol show job -o "$JOB_ID" 2>/dev/null)
+        JOB_STATE=$(grep -o 'JobState=[A-Z_]*' <<<"$info" | cut -d= -f2)
+        case "$JOB_STATE" in
+        COMPLETED | FAILED | CANCELLED | TIMEOUT | NODE_FAIL | OUT_OF_MEMORY | BOOT_FAIL | DEADLINE | PREEMPTED)
+            JOB_EXIT=$(grep -o 'ExitCode=[0-9]*:[0-9]*' <<<"$info" | cut -d= -f2)
+            return 0
+            ;;
+        esac
+        sleep 0.5
     done
-    squeue -h -j "$id" 2>/dev/null | grep -q . && { scancel "$id"; return 1; }
-    echo "$id"
+    fail "$name: job $JOB_ID still ${JOB_STATE:-unknown} after ${JOB_TIMEOUT}s: $(out_tail)"
+    timeout 10 scancel "$JOB_ID" 2>/dev/null
+    return 1
 }
 
-id=$(run_job ok) || { fail "sbatch job did not complete"; finish; }
-rep="$WORK/jobs/wmhcct-$id.h5"
-if [ -f "$rep" ] && "$BIN" report "$rep" --json > "$WORK/ok.json" 2>/dev/null \
-    && /usr/bin/python3 - "$WORK/ok.json" <<'PY'
-import json, sys
-r = json.load(open(sys.argv[1]))
-assert r["ranks"] == 2, r["ranks"]
-a = [c for c in r["contexts"] if c["kind"] == "malloc" and any(f["function"] == "ctx_a" for f in c["stack"][:1])]
-assert a and a[0]["count"] == 50 + 100, a
-assert r["totals"]["MPI_Sendrecv"]["count"] == 2, r["totals"]["MPI_Sendrecv"]
-assert r["totals"]["MPI_Sendrecv"]["bytes"] == 2 * 8000, r["totals"]["MPI_Sendrecv"]
-PY
-then pass "sbatch job: report with 2 ranks and exact totals"; else fail "sbatch job report ($rep): $(cat "$WORK/jobs/wmhcct-$id.out" 2>/dev/null | tail -3)"; fi
-if ls "$WORK/jobs/wmhcct-$id-plots/"*.png >/dev/null 2>&1 || ls "$WORK/jobs/wmhcct-$id-plots/"*.svg >/dev/null 2>&1; then
-    pass "sbatch job: plots"
-else
-    fail "sbatch job: no plots in $WORK/jobs/wmhcct-$id-plots"
+# check_report NAME full|spill: the job's report against the pattern.
+check_report() {
+    local name=$1 mode=$2 rep="wmhcct-$JOB_ID.h5"
+    if [ ! -f "$rep" ]; then
+        fail "$name: no report $rep; job output: $(out_tail)"
+        return
+    fi
+    if ! "$BIN" report "$rep" --json >"$name.json" 2>"$WORK/log/$name.report"; then
+        fail "$name: wmhcct report $rep: $(log_tail "$name.report")"
+        return
+    fi
+    local errors
+    if errors=$("$PY" "$CHECK" "$name.json" "$K" "$mode" 2>&1); then
+        pass "$name: report $rep ($mode: ranks, exact counts and MPI totals)"
+    else
+        fail "$name: $(tr '\n' ' ' <<<"$errors")"
+    fi
+}
+
+check_plots() {
+    local name=$1 dir="wmhcct-$JOB_ID-plots" f missing=()
+    for f in memory.png events.png contexts.png ranks.png memory.svg flame.svg; do
+        [ -s "$dir/$f" ] || missing+=("$f")
+    done
+    if [ ${#missing[@]} -eq 0 ]; then pass "$name: plots in $dir"; else fail "$name: plots missing in $dir: ${missing[*]}"; fi
+}
+
+# 1. mpirun, clean run.
+if submit mpirun mpirun; then
+    if [ "$JOB_STATE" = COMPLETED ] && [ "$JOB_EXIT" = 0:0 ]; then
+        pass "mpirun: job $JOB_ID completed (exit $JOB_EXIT)"
+    else
+        fail "mpirun: job $JOB_ID $JOB_STATE exit $JOB_EXIT: $(out_tail)"
+    fi
+    check_report mpirun full
+    check_plots mpirun
+    [ ! -e "wmhcct-$JOB_ID.h5.spill" ] || fail "mpirun: spill files after a clean run"
+    grep -q "mpi_pattern done on 2 ranks" "wmhcct-$JOB_ID.out" || fail "mpirun: the program's output is not in the job output"
 fi
 
-id=$(run_job abort abort) || { fail "aborting job did not complete"; finish; }
-rep="$WORK/jobs/wmhcct-$id.h5"
-if [ -f "$rep" ] && "$BIN" report "$rep" --json > "$WORK/abort.json" 2>/dev/null \
-    && /usr/bin/python3 -c "import json,sys; r=json.load(open(sys.argv[1])); assert r['ranks'] >= 1, r['ranks']" "$WORK/abort.json"
-then pass "aborting job: report merged from spill files"; else fail "aborting job: no merged report ($rep)"; fi
+# 2. mpirun, MPI_Abort on rank 1: the post-step merges the spill files.
+if submit abort mpirun abort; then
+    if [ "$JOB_STATE" = FAILED ] && [ "${JOB_EXIT%%:*}" != 0 ]; then
+        pass "abort: job $JOB_ID failed with the step's status (exit $JOB_EXIT)"
+    else
+        fail "abort: job $JOB_ID $JOB_STATE exit $JOB_EXIT, expected FAILED with a non-zero exit: $(out_tail)"
+    fi
+    if [ -f "wmhcct-$JOB_ID.h5.spill/rank-1.wmprof" ] && grep -q "merging" "wmhcct-$JOB_ID.out"; then
+        pass "abort: spill files merged by the post-step"
+    else
+        fail "abort: no spill file of rank 1 or no merge in the post-step: $(out_tail)"
+    fi
+    check_report abort spill
+    check_plots abort
+fi
+
+# 3. srun direct launch (needs Slurm's PMIx plugin for OpenMPI).
+if [ "$MPI_DEFAULT" = pmix ]; then
+    if submit srun srun; then
+        if [ "$JOB_STATE" = COMPLETED ] && [ "$JOB_EXIT" = 0:0 ]; then
+            pass "srun: job $JOB_ID completed (exit $JOB_EXIT)"
+        else
+            fail "srun: job $JOB_ID $JOB_STATE exit $JOB_EXIT: $(out_tail)"
+        fi
+        check_report srun full
+        check_plots srun
+    fi
+else
+    say "note: no mpi_pmix.so plugin: the srun job was not run"
+fi
+# 4. The README's one line in a hand-written batch script: the report is
+# named after the job, in the working directory.
+cat >oneline.sbatch <<EOF
+#!/bin/bash
+#SBATCH --ntasks=2
+#SBATCH --output=wmhcct-%j.out
+mpirun -np 2 -x LD_PRELOAD="$LIB" "$PWD/mpi_pattern" $K
+EOF
+if run_job oneline; then
+    if [ "$JOB_STATE" = COMPLETED ] && [ "$JOB_EXIT" = 0:0 ]; then
+        pass "oneline: job $JOB_ID completed (exit $JOB_EXIT)"
+    else
+        fail "oneline: job $JOB_ID $JOB_STATE exit $JOB_EXIT: $(out_tail)"
+    fi
+    check_report oneline full
+fi
 finish

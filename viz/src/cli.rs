@@ -34,6 +34,9 @@ pub enum Command {
     Export(ExportArgs),
     /// Compare two reports: totals, peak, and the contexts that changed most.
     Diff(DiffArgs),
+    /// Print (or write with -o) a Slurm batch script that runs an MPI
+    /// application under the tracer, then merges spill files and plots.
+    Slurm(crate::slurm::SlurmArgs),
 }
 
 #[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]

@@ -24,6 +24,7 @@ mod report;
 mod report_json;
 mod report_text;
 mod run;
+mod slurm;
 mod stacks;
 mod symbolize;
 
@@ -46,6 +47,7 @@ fn main() -> ExitCode {
         cli::Command::Plot(a) => plot::run(a).map(|()| 0),
         cli::Command::Export(a) => export::run(a).map(|()| 0),
         cli::Command::Diff(a) => diff::run(a).map(|()| 0),
+        cli::Command::Slurm(a) => slurm::run(a).map(|()| 0),
     };
     match result {
         Ok(code) => ExitCode::from(code),
