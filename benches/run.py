@@ -20,6 +20,8 @@ Needs `cargo build --release` first (target/release/libwmhcct.so, wmhcct).
 4. The Rust collector benchmarks in benches/src/bin: prefix-aware HCCT
    update on/off, HCCT space/accuracy study, collector placement.
 5. The targets of issues 4 and 7, met or missed, with the figures.
+6. With --mpi-merge, benches/mpi_merge.py: the MPI merge's depth, time and
+   root memory for real (2-64 ranks) and simulated (10^3-10^5) jobs.
 """
 import argparse
 import json
@@ -315,6 +317,8 @@ def main():
     ap.add_argument("--no-rss", action="store_true")
     ap.add_argument("--no-rust", action="store_true", help="skip the collector benchmarks")
     ap.add_argument("--json", help="also write the results as JSON here")
+    ap.add_argument("--mpi-merge", action="store_true",
+                    help="also run benches/mpi_merge.py (MPI merge: 2-64 real ranks, 10^3-10^5 simulated)")
     a = ap.parse_args()
     rss_counts = [10**6, 10**7] + ([10**8] if a.rss_1e8 else [])
     rss_live = 1_000_000
@@ -363,6 +367,13 @@ def main():
         if not a.no_rust:
             results["collector"] = rust_benches(a.quick)
         print_targets(summ, ht_full, rss_rows)
+        if a.mpi_merge:
+            print()
+            sys.stdout.flush()
+            mm = subprocess.run([sys.executable, os.path.join(ROOT, "benches/mpi_merge.py")]
+                                + (["--quick"] if a.quick else []))
+            if mm.returncode != 0:
+                raise RunFailed("benches/mpi_merge.py failed")
     except RunFailed as e:
         sys.exit(f"benchmark run failed: {e}")
     finally:

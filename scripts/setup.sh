@@ -9,10 +9,13 @@ PACKAGES=(
     build-essential g++ gfortran clang pkg-config
     libhdf5-dev hdf5-tools python3-h5py
     openmpi-bin libopenmpi-dev
+    # Parallel HDF5 for tests/tests/mpi_hdf5.rs; coexists with libhdf5-dev
+    # on Debian 12 (own paths, h5pcc; hdf5.pc is pinned back below).
+    libhdf5-openmpi-dev
     heaptrack
 )
-# Wanted when it can coexist with libhdf5-dev (checked with apt-get -s).
-OPTIONAL=(libhdf5-openmpi-dev)
+# Wanted when they can coexist with what is installed (checked with apt-get -s).
+OPTIONAL=()
 
 installed() {
     [ "$(dpkg-query -W -f='${db:Status-Status}' "$1" 2>/dev/null || true)" = "installed" ]

@@ -106,6 +106,99 @@ pub fn merge_all(parts: Vec<Profile>, capacity: usize) -> Option<(Profile, u32)>
     slots[0].take().map(|p| (p, rounds))
 }
 
+/// [`merge_all`] one part at a time: the same binomial order and result, but
+/// only the partial merges of complete blocks (at most ⌊log2 P⌋ + 1) are
+/// alive, never all P parts. Part `i` must be pushed `i`-th.
+///
+/// Block `[j·2^k, (j+1)·2^k)` is merged as soon as its last part arrives
+/// (the carry of a binary counter: what round `k` of `merge_all` does); the
+/// incomplete blocks of the tail are folded from the right by
+/// [`BinomialMerger::finish`], as `merge_all`'s later rounds fold them.
+pub struct BinomialMerger {
+    capacity: usize,
+    /// (level k: the block holds 2^k parts, partial merge), levels strictly
+    /// decreasing from the bottom.
+    blocks: Vec<(u32, Profile)>,
+    parts: usize,
+    peak_blocks: usize,
+}
+
+impl BinomialMerger {
+    /// `capacity` as for [`merge`].
+    pub fn new(capacity: usize) -> BinomialMerger {
+        BinomialMerger {
+            capacity,
+            blocks: Vec::new(),
+            parts: 0,
+            peak_blocks: 0,
+        }
+    }
+
+    /// Add the next part.
+    pub fn push(&mut self, part: Profile) {
+        self.parts += 1;
+        let mut level = 0u32;
+        let mut acc = part;
+        while let Some((l, _)) = self.blocks.last() {
+            if *l != level {
+                break;
+            }
+            let (_, left) = self.blocks.pop().expect("a block");
+            acc = merge(left, acc, self.capacity);
+            level += 1;
+        }
+        self.blocks.push((level, acc));
+        self.peak_blocks = self.peak_blocks.max(self.blocks.len());
+    }
+
+    /// Parts pushed so far.
+    pub fn parts(&self) -> usize {
+        self.parts
+    }
+
+    /// Partial merges alive now (≤ ⌊log2 parts⌋ + 1).
+    pub fn live(&self) -> usize {
+        self.blocks.len()
+    }
+
+    /// The most partial merges that were alive at once.
+    pub fn peak_live(&self) -> usize {
+        self.peak_blocks
+    }
+
+    /// The partial merges alive now.
+    pub fn blocks(&self) -> impl Iterator<Item = &Profile> {
+        self.blocks.iter().map(|(_, p)| p)
+    }
+
+    /// The merged part and the number of rounds (⌈log2 P⌉), as
+    /// [`merge_all`] returns them; `None` when nothing was pushed.
+    pub fn finish(mut self) -> Option<(Profile, u32)> {
+        let rounds = match self.parts {
+            0 => return None,
+            n => usize::BITS - (n - 1).leading_zeros(),
+        };
+        let (_, mut acc) = self.blocks.pop()?;
+        while let Some((_, left)) = self.blocks.pop() {
+            acc = merge(left, acc, self.capacity);
+        }
+        Some((acc, rounds))
+    }
+}
+
+/// [`merge_all`] over an iterator of parts, through a [`BinomialMerger`]:
+/// same order, same result, O(log P) partial merges alive.
+pub fn merge_stream(
+    parts: impl IntoIterator<Item = Profile>,
+    capacity: usize,
+) -> Option<(Profile, u32)> {
+    let mut m = BinomialMerger::new(capacity);
+    for p in parts {
+        m.push(p);
+    }
+    m.finish()
+}
+
 fn is_context(n: &Node) -> bool {
     matches!(n.key, FrameKey::Kind(_))
 }
@@ -242,10 +335,14 @@ fn remap_tree(t: &Tree, remap: &[u32]) -> Tree {
     t
 }
 
+/// Sum per kind. A name can occur twice (`MPI_Alloc_mem`/`MPI_Free_mem` are
+/// both allocator kinds and MPI calls): the n-th occurrence in `b` adds to
+/// the n-th occurrence in `a`.
 fn merge_totals(a: &[KindTotal], b: &[KindTotal]) -> Vec<KindTotal> {
     let mut out = a.to_vec();
-    for t in b {
-        match out.iter_mut().find(|o| o.kind == t.kind) {
+    for (i, t) in b.iter().enumerate() {
+        let nth = b[..i].iter().filter(|o| o.kind == t.kind).count();
+        match out.iter_mut().filter(|o| o.kind == t.kind).nth(nth) {
             Some(o) => {
                 o.count += t.count;
                 o.bytes += t.bytes;

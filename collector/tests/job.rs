@@ -217,3 +217,99 @@ proptest! {
         }
     }
 }
+
+/// Bounded per-rank parts with different hot spots (they evict).
+fn evicting_parts(nranks: u32, eps: f64, seed: u64) -> Vec<Profile> {
+    let mut rng = common::Rng(seed);
+    let st = stacks(&mut rng, 120, 6);
+    let z = Zipf::new(st.len(), 1.1);
+    (0..nranks)
+        .map(|r| {
+            let mut c = collector(eps, false);
+            let mut cur = Cursor::new();
+            for e in 0..400u64 {
+                let i = (z.sample(&mut rng) + r as usize * 11) % st.len();
+                c.on_alloc(&mut cur, 0, &st[i], 0, 0x1000 + 16 * e, 8 + i as u64, e);
+            }
+            job::as_job_part(rank_profile(&c, r, nranks, eps, false), r)
+        })
+        .collect()
+}
+
+#[test]
+fn streaming_merge_is_merge_all_with_logarithmic_live_parts() {
+    let eps = 1.0 / 16.0;
+    let cap = job::capacity(&Config {
+        epsilon: eps,
+        ..Config::default()
+    });
+    for n in [1u32, 2, 3, 5, 7, 8, 13, 32, 33] {
+        let parts = evicting_parts(n, eps, 7 + n as u64);
+        let (all, rounds_all) = job::merge_all(parts.clone(), cap).unwrap();
+        let mut m = job::BinomialMerger::new(cap);
+        for (i, p) in parts.into_iter().enumerate() {
+            m.push(p);
+            // Complete blocks only: one per set bit of the count so far.
+            assert_eq!(m.live() as u32, (i as u32 + 1).count_ones(), "{n} parts");
+        }
+        assert_eq!(m.parts(), n as usize);
+        let bound = (usize::BITS - (n as usize).leading_zeros()) as usize;
+        assert!(m.peak_live() <= bound, "{} > {bound}", m.peak_live());
+        let (stream, rounds) = m.finish().unwrap();
+        assert_eq!(rounds, rounds_all, "{n} parts");
+        // The same merges in the same order: the same profile.
+        assert_eq!(stream, all, "{n} parts");
+    }
+    assert!(job::merge_stream(Vec::new(), 4).is_none());
+    let (p, rounds) = job::merge_stream(evicting_parts(6, eps, 1), cap).unwrap();
+    assert_eq!((rounds, p.ranks.len()), (3, 6));
+}
+
+/// `MPI_Alloc_mem` and `MPI_Free_mem` are both allocator kinds and MPI
+/// calls: each occurrence of the name is summed with its own counterpart.
+#[test]
+fn totals_with_a_repeated_kind_name_merge_per_occurrence() {
+    let part = |r: u32, alloc: u64, call: u64| {
+        let p = Profile {
+            totals: vec![
+                KindTotal {
+                    kind: "malloc".into(),
+                    count: 1,
+                    bytes: 8,
+                },
+                KindTotal {
+                    kind: "MPI_Alloc_mem".into(),
+                    count: alloc,
+                    bytes: 4096 * alloc,
+                },
+                KindTotal {
+                    kind: "MPI_Send".into(),
+                    count: 1,
+                    bytes: 1,
+                },
+                KindTotal {
+                    kind: "MPI_Alloc_mem".into(),
+                    count: call,
+                    bytes: 4096 * call,
+                },
+            ],
+            ..Profile::default()
+        };
+        job::as_job_part(p, r)
+    };
+    let (p, _) = job::merge_all(vec![part(0, 1, 2), part(1, 3, 4), part(2, 5, 6)], 0).unwrap();
+    let got: Vec<(&str, u64, u64)> = p
+        .totals
+        .iter()
+        .map(|t| (t.kind.as_str(), t.count, t.bytes))
+        .collect();
+    assert_eq!(
+        got,
+        [
+            ("malloc", 3, 24),
+            ("MPI_Alloc_mem", 9, 9 * 4096),
+            ("MPI_Send", 3, 3),
+            ("MPI_Alloc_mem", 12, 12 * 4096),
+        ]
+    );
+}
