@@ -12,6 +12,7 @@
 //!   memory, sampled events, and their merge across the ranks of a job.
 #![forbid(unsafe_code)]
 
+pub mod child_index;
 pub mod collector;
 pub mod cursor;
 pub mod hcct;

@@ -1,11 +1,13 @@
 //! The monitored calling context tree: an arena of nodes with stable `u32`
 //! indices, a free list, and first-child / next-sibling / prev-sibling links.
 //!
-//! Children are found by a linear scan of the sibling list with
-//! move-to-front, so hot children are found after one or two comparisons.
+//! Children are found through a hash index on (parent, key, item-ness)
+//! (`child_index.rs`), about one probe whatever the fan-out; the sibling
+//! lists serve traversals and pruning.
 //! A freed slot's generation is bumped, so stale references (pointer-table
 //! entries, cursors) can tell that their node is gone.
 
+use crate::child_index::ChildIndex;
 use crate::heap::LiveCell;
 
 /// No node.
@@ -29,6 +31,9 @@ pub struct Node {
     pub first_child: u32,
     pub next_sibling: u32,
     pub prev_sibling: u32,
+    /// The child found last (a hint, checked before use): successive events
+    /// mostly take the same edge, and this avoids the index probe.
+    pub hot_child: u32,
     /// Return address, or the kind (pseudo-)key of an item.
     pub key: u64,
     /// Space-Saving estimate and error per weight (count, bytes).
@@ -50,6 +55,7 @@ impl Node {
             first_child: NONE,
             next_sibling: NONE,
             prev_sibling: NONE,
+            hot_child: NONE,
             key: 0,
             est: [0; 2],
             err: [0; 2],
@@ -80,6 +86,7 @@ pub struct Mcct {
     nodes: Vec<Node>,
     free: Vec<u32>,
     alive: usize,
+    index: ChildIndex,
 }
 
 impl Default for Mcct {
@@ -96,6 +103,7 @@ impl Mcct {
             nodes: vec![root],
             free: Vec::new(),
             alive: 1,
+            index: ChildIndex::new(),
         }
     }
 
@@ -115,7 +123,8 @@ impl Mcct {
 
     pub fn memory_bytes(&self) -> u64 {
         (self.nodes.capacity() * std::mem::size_of::<Node>()
-            + self.free.capacity() * std::mem::size_of::<u32>()) as u64
+            + self.free.capacity() * std::mem::size_of::<u32>()
+            + self.index.memory_bytes()) as u64
     }
 
     /// A live node.
@@ -141,26 +150,29 @@ impl Mcct {
         self.nodes.get(i as usize).map_or(0, |n| n.est[w & 1])
     }
 
-    /// Child of `parent` with `key` (and item-ness), moved to the front of
-    /// the sibling list; created when missing. `None` if `parent` is not a
-    /// live node or the arena is exhausted.
+    /// Child of `parent` with `key` (and item-ness), created when missing.
+    /// `None` if `parent` is not a live node or the arena is exhausted.
+    #[inline]
     pub fn child(&mut self, parent: u32, key: u64, item: bool) -> Option<u32> {
-        let first = self.get(parent)?.first_child;
-        let mut c = first;
-        while c != NONE {
-            let n = self.nodes.get(c as usize)?;
-            if n.key == key && n.is_item() == item {
-                if c != first {
-                    self.unlink(c);
-                    self.link_front(parent, c);
-                }
-                return Some(c);
+        let hot = self.get(parent)?.hot_child;
+        if let Some(h) = self.nodes.get(hot as usize) {
+            if h.key == key && h.parent == parent && h.is_item() == item && h.flags & F_ALIVE != 0 {
+                return Some(hot);
             }
-            c = n.next_sibling;
         }
-        let i = self.alloc(key, item)?;
-        self.link_front(parent, i);
-        Some(i)
+        let c = match self.index.get(parent, key, item) {
+            Some(c) => c,
+            None => {
+                let i = self.alloc(key, item)?;
+                self.link_front(parent, i);
+                self.index.insert(parent, key, item, i);
+                i
+            }
+        };
+        if let Some(p) = self.nodes.get_mut(parent as usize) {
+            p.hot_child = c;
+        }
+        Some(c)
     }
 
     fn alloc(&mut self, key: u64, item: bool) -> Option<u32> {
@@ -229,7 +241,8 @@ impl Mcct {
         if n.first_child != NONE {
             return None;
         }
-        let parent = n.parent;
+        let (parent, key, item) = (n.parent, n.key, n.is_item());
+        self.index.remove(parent, key, item);
         self.unlink(i);
         let n = self.nodes.get_mut(i as usize)?;
         let gen = n.gen.wrapping_add(1);
@@ -268,7 +281,7 @@ mod tests {
         let f = t.child(a, 3, false).unwrap();
         assert_ne!(k, f, "item and frame keys are distinct");
         assert_eq!(t.child(ROOT, 0x1000, false), Some(a));
-        assert_eq!(t.get(ROOT).unwrap().first_child, a, "move to front");
+        assert_eq!(t.get(ROOT).unwrap().first_child, b, "newest first");
         assert_eq!(t.len(), 5);
         assert_eq!(t.remove_leaf(a), None, "not a leaf");
         let g = t.get(k).unwrap().gen;

@@ -4,6 +4,7 @@
 //! `tracer`. The tracer's own allocations go straight to glibc through
 //! `real::LibcAllocator`; `guard::Guard` keeps the hooks from re-entering.
 
+mod clock;
 pub mod config;
 mod diag;
 mod errno;

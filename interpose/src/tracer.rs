@@ -79,14 +79,10 @@ thread_local! {
     static THREAD: Slot = const { Slot::new() };
 }
 
+/// Monotonic nanoseconds of the event clock (`clock.rs`).
+#[inline]
 pub fn now_mono_ns() -> u64 {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: writes into a local timespec.
-    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
-    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+    crate::clock::now_ns()
 }
 
 fn now_unix_ns() -> u64 {

@@ -202,7 +202,12 @@ impl ThreadUnwinder {
             }
         }
 
-        let w = self.run(modules, regs, skip.clone(), read, policy, false);
+        let mut w = self.run(modules, regs, skip.clone(), read, policy, false);
+        if self.mode == Mode::Fp && !self.cur.is_empty() {
+            if let Stop::Failed(e) = w.stop {
+                w.stop = Stop::ChainEnd(e);
+            }
+        }
         let truncated = w.truncated();
         let error = w.stop.is_error();
         self.cur_complete = !truncated && !error;
@@ -543,9 +548,25 @@ mod tests {
         for mode in [Mode::Fp, Mode::First, Mode::Second] {
             let mut t = fp_unwinder(mode);
             let c = t.capture(&fp_modules(), st.regs, TRACER, &mut read, 0, false);
+            assert_eq!(t.frames(), &truth(&st)[..2], "{mode}");
+            if mode == Mode::Fp {
+                // In fp mode a broken chain after some frames is its end
+                // (code without frame pointers), not an error.
+                assert!(!c.error, "{mode}");
+                assert_eq!(t.last_stop(), Stop::ChainEnd(StepError::Read(hole)));
+                let c = t.capture(&fp_modules(), st.regs, TRACER, &mut read, 1, false);
+                assert!(!c.error);
+                assert_eq!(t.stats().errors, 0);
+                // A hole in the leaf frame record: nothing at all, an error.
+                let hole2 = st.regs.bp;
+                let mut read2 = |a: u64| if a == hole2 { Err(()) } else { st.read(a) };
+                let c = t.capture(&fp_modules(), st.regs, TRACER, &mut read2, 3, false);
+                assert!(c.error && c.depth == 0);
+                assert_eq!(t.stats().errors, 1);
+                continue;
+            }
             assert!(c.error, "{mode}");
             assert_eq!(c.unchanged_root, 0);
-            assert_eq!(t.frames(), &truth(&st)[..2], "{mode}");
             assert_eq!(t.last_stop(), Stop::Failed(StepError::Read(hole)));
             // After an error the next heuristic capture is a full unwind.
             let c = cap(&mut t, &st, 1, true);

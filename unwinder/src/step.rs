@@ -39,6 +39,11 @@ pub enum Stop {
     Depth,
     /// An unwinding step failed.
     Failed(StepError),
+    /// `fp` mode: the frame-pointer chain left the stack or stopped being a
+    /// chain after at least one frame. This is where code built without
+    /// frame pointers (Debian's glibc, most `-O2` libraries) sits, so it is
+    /// the expected end of an `fp` walk, not an error.
+    ChainEnd(StepError),
 }
 
 impl Stop {
