@@ -219,7 +219,16 @@ pub fn event(
             );
         }
     }
-    let rc = call();
+    let rc = if kind == KIND_ALLOC_MEM || kind == KIND_FREE_MEM {
+        // The MPI library's own malloc/free of this very block (OpenMPI
+        // allocates it with malloc) belong to this call, which is recorded
+        // below: hidden, so the block is neither counted twice nor freed as
+        // an unknown pointer.
+        let _hidden = Guard::acquire();
+        call()
+    } else {
+        call()
+    };
     let e = crate::errno::get();
     if let Some(g) = Guard::acquire() {
         crate::tracer::on_mpi(&g, kind, b);

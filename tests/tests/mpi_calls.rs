@@ -126,4 +126,7 @@ fn every_mpi_call_kind_is_counted_exactly() {
     for c in &fm {
         assert_eq!(c["count"], P, "{c}");
     }
+    // The MPI library's own malloc/free of those blocks belong to the
+    // MPI_Alloc_mem/MPI_Free_mem calls: no free of an unknown pointer.
+    assert_eq!(r["heap"]["unknown_frees"], 0, "{}", r["heap"]);
 }
