@@ -44,6 +44,7 @@ impl ThreadState {
                 reseed_every: cfg.reseed_every,
                 reseed_gap_ns: cfg.reseed_gap_ns,
                 max_depth: cfg.max_depth,
+                check_reused: true,
             },
         );
         ThreadState {

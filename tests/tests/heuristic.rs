@@ -113,9 +113,11 @@ fn second_match_is_accurate_and_its_reported_accuracy_matches_an_exact_check() {
         second.accuracy,
         second.validated
     );
+    // With the return-address check of reused frames (the default) both
+    // policies reject the false matches; first match is never the better.
     assert!(
-        first.accuracy < second.accuracy,
-        "first-match accuracy {} should be below second's {}",
+        first.accuracy <= second.accuracy,
+        "first-match accuracy {} should not exceed second's {}",
         first.accuracy,
         second.accuracy
     );

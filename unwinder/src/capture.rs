@@ -140,6 +140,7 @@ impl ThreadUnwinder {
             skip,
             max_depth: self.cfg.max_depth,
             policy,
+            check_reused: self.cfg.check_reused,
             prev: &self.prev,
         };
         let out = if into_check {
@@ -251,11 +252,13 @@ mod tests {
     use crate::step::StepError;
     use crate::synthetic::{fp_modules, CfiModule, CfiStack, FpStack, TRACER};
 
+    /// The paper's heuristic as published (no check of reused frames).
     fn cfg(max_depth: usize) -> HeuristicConfig {
         HeuristicConfig {
             reseed_every: 0,
             reseed_gap_ns: 0,
             max_depth,
+            check_reused: false,
         }
     }
 
@@ -377,6 +380,44 @@ mod tests {
         assert_eq!((c.unwound, c.reused), (5, 0));
         assert_eq!(second.last_stop(), Stop::Complete);
         assert_eq!(c.unchanged_root, 1);
+    }
+
+    /// The return-address check of reused frames (the default) turns the
+    /// paper's false positives into correct stacks, for first match too.
+    #[test]
+    fn checking_reused_frames_fixes_figures_3_and_4() {
+        const P: u64 = 0x2710;
+        const Q: u64 = 0x2810;
+        const M: u64 = 0x2910;
+        let fig3 = (
+            FpStack::build(&[(A, 32), (B, 16), (C, 8), (D, 24), (E, 16)]),
+            FpStack::build(&[(A, 32), (B, 16), (C, 8), (G, 24), (E, 16), (F, 8)]),
+        );
+        let fig4 = (
+            FpStack::build(&[(A, 32), (P, 8), (Q, 40), (M, 16), (E, 8)]),
+            FpStack::build(&[(A, 32), (Q, 40), (P, 8), (M, 16), (F, 8)]),
+        );
+        for (s1, s2) in [&fig3, &fig4] {
+            for mode in [Mode::First, Mode::Second] {
+                let mut t = ThreadUnwinder::with_steps(
+                    mode,
+                    HeuristicConfig {
+                        check_reused: true,
+                        ..cfg(64)
+                    },
+                    StepKind::Fp,
+                );
+                cap(&mut t, s1, 0, true);
+                let c = cap(&mut t, s2, 1, true);
+                assert_eq!(c.validated, Some(true), "{mode}");
+                assert_eq!(t.frames(), truth(s2), "{mode}");
+                // And the same stack again is still mostly reused.
+                let c = cap(&mut t, s2, 2, true);
+                assert_eq!(c.validated, Some(true), "{mode}");
+                assert!(c.reused >= 2, "{mode}: {c:?}");
+                assert_eq!(t.stats().correct, 3, "{mode}");
+            }
+        }
     }
 
     #[test]

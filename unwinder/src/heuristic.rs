@@ -25,6 +25,11 @@ pub struct HeuristicConfig {
     pub reseed_gap_ns: u64,
     /// Most frames kept per stack (at most [`HeuristicConfig::MAX_DEPTH_LIMIT`]).
     pub max_depth: usize,
+    /// Heuristic modes: before reusing the previous capture's root-side frames, check that
+    /// each one's return address is still in its slot on the stack (one word read per
+    /// frame); a match that fails the check is ignored and unwinding goes on. Off: the
+    /// paper's heuristic as published.
+    pub check_reused: bool,
 }
 
 impl HeuristicConfig {
@@ -39,6 +44,7 @@ impl Default for HeuristicConfig {
             reseed_every: 1000,
             reseed_gap_ns: 10_000_000,
             max_depth: 128,
+            check_reused: true,
         }
     }
 }
@@ -78,9 +84,23 @@ pub(crate) struct WalkInput<'a> {
     pub(crate) skip: Range<u64>,
     pub(crate) max_depth: usize,
     pub(crate) policy: Policy,
+    /// See [`HeuristicConfig::check_reused`].
+    pub(crate) check_reused: bool,
     /// The previous capture, leaf first (strictly increasing `sp`); only used by the
     /// heuristic policies, and only if it was complete.
     pub(crate) prev: &'a [Frame],
+}
+
+/// Whether every frame about to be reused is still on the stack: on x86_64
+/// the return address into a frame's function sits just below the frame's
+/// `sp` (the callee's CFA), so `[sp - 8] == ra` holds for each frame of the
+/// current stack. One word read per reused frame (no unwinding) rejects the
+/// paper's false positives (Figures 3 and 4: matching frames above a
+/// different caller at the same height), which the (ra, sp) match alone
+/// cannot see.
+fn still_on_stack(rest: &[Frame], read: &mut dyn FnMut(u64) -> Result<u64, ()>) -> bool {
+    rest.iter()
+        .all(|f| f.sp >= 8 && read(f.sp - 8).is_ok_and(|ra| ra == f.ra))
 }
 
 /// Walks a stack into `out` (cleared first, never grown past `max_depth`).
@@ -132,10 +152,10 @@ pub(crate) fn walk<S: StepUnwinder>(
                         Policy::Second => pending.is_some_and(|p| p + 1 == cursor),
                         Policy::Never => false,
                     };
-                    if confirmed {
-                        let rest = prev.get(cursor + 1..).unwrap_or(&[]);
-                        let room = input.max_depth.saturating_sub(out.len());
-                        let take = rest.len().min(room);
+                    let rest = prev.get(cursor + 1..).unwrap_or(&[]);
+                    let room = input.max_depth.saturating_sub(out.len());
+                    let take = rest.len().min(room);
+                    if confirmed && (!input.check_reused || still_on_stack(&rest[..take], read)) {
                         out.extend_from_slice(&rest[..take]);
                         let stop = if take < rest.len() {
                             Stop::Depth
@@ -184,6 +204,7 @@ mod tests {
             skip: TRACER,
             max_depth,
             policy,
+            check_reused: false,
             prev,
         };
         let mut out = Vec::with_capacity(max_depth);

@@ -174,6 +174,7 @@ fn captures_do_not_allocate() {
         reseed_every: 4,
         reseed_gap_ns: 0,
         max_depth: 5,
+        check_reused: true,
     };
     for mode in [Mode::None, Mode::Full, Mode::Fp, Mode::First, Mode::Second] {
         for steps in [StepKind::Dwarf, StepKind::Fp] {
