@@ -18,8 +18,8 @@ use crate::job_series::{self, Limits};
 use crate::merge::merge_trees_evicted;
 
 use wmhcct_format::{
-    FrameKey, HeapStats, JobSeries, KindTotal, Module, Node, NodeSpread, Profile, RankSummary,
-    Spread, Tree, UnwindStats, NO_CONTEXT,
+    FrameKey, HeapStats, JobSeries, KindTotal, Module, Node, NodeSpread, Profile, Spread, Tree,
+    UnwindStats, NO_CONTEXT,
 };
 
 /// Turn one process's profile into a job part: per-rank summary and spreads.
@@ -43,17 +43,7 @@ pub fn as_job_part(mut p: Profile, rank: u32) -> Profile {
             })
             .collect();
     }
-    p.ranks = vec![RankSummary {
-        rank,
-        hostname: p.meta.hostname.clone(),
-        pid: p.meta.pid,
-        reason: p.meta.reason.clone(),
-        totals: p.totals.clone(),
-        heap: p.heap.clone(),
-        unwind: p.unwind.clone(),
-        tracer: p.tracer.clone(),
-        threads: p.meta.threads,
-    }];
+    p.ranks = vec![p.rank_summary(rank)];
     p.meta.rank = Some(rank);
     let limits = Limits::from_config(&p.config, p.meta.nranks);
     p.series = p

@@ -375,6 +375,21 @@ impl Node {
 }
 
 impl Profile {
+    /// This process's own exact scalars as rank `rank` of a job.
+    pub fn rank_summary(&self, rank: u32) -> RankSummary {
+        RankSummary {
+            rank,
+            hostname: self.meta.hostname.clone(),
+            pid: self.meta.pid,
+            reason: self.meta.reason.clone(),
+            totals: self.totals.clone(),
+            heap: self.heap.clone(),
+            unwind: self.unwind.clone(),
+            tracer: self.tracer.clone(),
+            threads: self.meta.threads,
+        }
+    }
+
     /// Structural checks every reader relies on (so readers can index without panicking).
     pub fn validate(&self) -> Result<(), String> {
         for t in &self.trees {

@@ -432,6 +432,21 @@ pub const ALLOCATORS: [&str; 10] = [
     "reallocarray",
 ];
 
+/// Every kind whose events make up the allocation tree: the allocators that
+/// allocate (not `free`) and `MPI_Alloc_mem`.
+pub const ALLOCATING: [&str; 10] = [
+    "malloc",
+    "calloc",
+    "realloc",
+    "posix_memalign",
+    "aligned_alloc",
+    "memalign",
+    "valloc",
+    "pvalloc",
+    "reallocarray",
+    "MPI_Alloc_mem",
+];
+
 /// The ten C allocators' totals, compactly, for failure messages.
 pub fn alloc_totals(r: &Value) -> String {
     ALLOCATORS

@@ -21,20 +21,6 @@ const CODES: usize = 2048;
 const PHI: f64 = 0.01;
 const EPSILON: f64 = 0.002;
 
-/// The allocation kinds: their events make up the allocation tree.
-const ALLOC: [&str; 10] = [
-    "malloc",
-    "calloc",
-    "realloc",
-    "posix_memalign",
-    "aligned_alloc",
-    "memalign",
-    "valloc",
-    "pvalloc",
-    "reallocarray",
-    "MPI_Alloc_mem",
-];
-
 type Key = (String, Vec<(String, String)>);
 
 /// A context's identity across two runs of the same binary: kind and
@@ -55,12 +41,12 @@ fn key(c: &Value) -> Key {
 }
 
 fn is_alloc(c: &Value) -> bool {
-    ALLOC.iter().any(|k| c["kind"] == *k)
+    ALLOCATING.iter().any(|k| c["kind"] == *k)
 }
 
 /// (events, bytes) of the allocation tree, from the exact totals.
 fn weights(r: &Value) -> (u64, u64) {
-    ALLOC
+    ALLOCATING
         .iter()
         .filter(|k| r["totals"][**k].is_object())
         .fold((0, 0), |(n, b), k| {

@@ -8,23 +8,10 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
 
-use wmhcct_e2e::{bin, lib, root, run_cmd, Value, WorkDir, PYTHON};
+use wmhcct_e2e::{bin, lib, root, run_cmd, Value, WorkDir, ALLOCATING, PYTHON};
 
 const RANKS: usize = 4;
 const MIB: u64 = 1 << 20;
-
-const ALLOCATING: [&str; 10] = [
-    "malloc",
-    "calloc",
-    "realloc",
-    "posix_memalign",
-    "aligned_alloc",
-    "memalign",
-    "valloc",
-    "pvalloc",
-    "reallocarray",
-    "MPI_Alloc_mem",
-];
 
 fn mpicc(dir: &Path) -> PathBuf {
     let exe = dir.join("mpi_series");

@@ -75,17 +75,7 @@ fn spread_json(s: &Spread, nranks: u32) -> SpreadJson {
 fn ranks_detail(p: &Profile) -> Value {
     let own;
     let ranks: &[RankSummary] = if p.ranks.is_empty() {
-        own = [RankSummary {
-            rank: p.meta.rank.unwrap_or(0),
-            hostname: p.meta.hostname.clone(),
-            pid: p.meta.pid,
-            reason: p.meta.reason.clone(),
-            totals: p.totals.clone(),
-            heap: p.heap.clone(),
-            unwind: p.unwind.clone(),
-            tracer: p.tracer.clone(),
-            threads: p.meta.threads,
-        }];
+        own = [p.rank_summary(p.meta.rank.unwrap_or(0))];
         &own
     } else {
         &p.ranks
