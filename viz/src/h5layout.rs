@@ -204,8 +204,23 @@ pub fn rank_count(p: &Profile) -> u32 {
     p.ranks.len().max(1) as u32
 }
 
+/// We only read finished reports and write fresh files: HDF5's file locks
+/// add nothing, fail on some parallel file systems (Lustre, NFS), and make
+/// a file written and re-read in one process fail to open. Set before the
+/// first HDF5 call (HDF5 reads the variable when it opens a file) unless
+/// the user chose otherwise.
+pub fn no_file_locking() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        if std::env::var_os("HDF5_USE_FILE_LOCKING").is_none() {
+            std::env::set_var("HDF5_USE_FILE_LOCKING", "FALSE");
+        }
+    });
+}
+
 /// Write `profile` with its symbols as an HDF5 report at `path` (truncating).
 pub fn write(path: &Path, p: &Profile, syms: &Symbols) -> Result<()> {
+    no_file_locking();
     let f = File::create(path).map_err(h5("creating file"))?;
     put(&f, "format_version", &REPORT_VERSION)?;
     write_meta(&f, &p.meta)?;
@@ -491,6 +506,7 @@ pub(crate) fn get_rows<T: H5Type>(g: &Group, name: &str) -> Result<Vec<T>> {
 
 /// Read a report back into a profile and its symbol table.
 pub fn read(path: &Path) -> Result<(Profile, Symbols)> {
+    no_file_locking();
     let f =
         File::open(path).map_err(|e| ReportError::Corrupt(format!("cannot open as HDF5: {e}")))?;
     if !f

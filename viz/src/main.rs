@@ -34,11 +34,8 @@ use clap::Parser;
 
 fn main() -> ExitCode {
     let cli = cli::Cli::parse();
-    // We only read finished reports and write fresh files: HDF5's file locks
-    // add nothing and fail on some parallel file systems (Lustre, NFS).
-    if std::env::var_os("HDF5_USE_FILE_LOCKING").is_none() {
-        std::env::set_var("HDF5_USE_FILE_LOCKING", "FALSE");
-    }
+    // Before any thread exists (see h5layout::no_file_locking).
+    h5layout::no_file_locking();
     let result = match &cli.command {
         cli::Command::Run(a) => run::run(a).map(|code| code.clamp(0, 255) as u8),
         cli::Command::Convert(a) => convert::run(a).map(|()| 0),
