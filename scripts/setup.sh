@@ -13,6 +13,7 @@ PACKAGES=(
     # on Debian 12 (own paths, h5pcc; hdf5.pc is pinned back below).
     libhdf5-openmpi-dev
     heaptrack
+    libjemalloc2
 )
 # Wanted when they can coexist with what is installed (checked with apt-get -s).
 OPTIONAL=()

@@ -221,7 +221,7 @@ impl Config {
         if let Some(v) = get("WMHCCT_EXACT") {
             match v.trim() {
                 "1" | "true" | "yes" => c.exact = true,
-                "0" | "false" | "no" | "" => c.exact = false,
+                "0" | "false" | "no" => c.exact = false,
                 _ => w.push(bad("WMHCCT_EXACT", &v, "0 or 1 (default 0)")),
             }
         }
@@ -259,8 +259,16 @@ impl Config {
             }
         }
         if let Some(v) = get("WMHCCT_BIN") {
-            if !v.is_empty() {
+            // Checked now: a wrong path would only show at exit, after the
+            // whole run, as a failed conversion.
+            if std::path::Path::new(&v).is_file() {
                 c.bin = Some(PathBuf::from(v));
+            } else {
+                w.push(bad(
+                    "WMHCCT_BIN",
+                    &v,
+                    "the path of an existing wmhcct binary (default: next to libwmhcct.so)",
+                ));
             }
         }
         if let Some(v) = get("WMHCCT_SPILL_DIR") {
@@ -346,6 +354,10 @@ mod tests {
             ("WMHCCT_BINS", "lots"),
             ("WMHCCT_RANK_SERIES", "99999999"),
             ("WMHCCT_EVENT_SAMPLES", "1e4"),
+            ("WMHCCT_EXACT", ""),
+            ("WMHCCT_BIN", ""),
+            ("WMHCCT_BIN", "/nonexistent/wmhcct"),
+            ("WMHCCT_SPILL_DIR", ""),
         ] {
             let (c, w) = parse(&[(var, val)]);
             assert_eq!(w.len(), 1, "{var}={val}: {w:?}");

@@ -38,6 +38,8 @@ impl Drop for Guard {
     #[inline(always)]
     fn drop(&mut self) {
         let _ = INSIDE.try_with(|inside| inside.set(false));
+        // A SIGTERM that arrived while a thread was inside the tracer.
+        crate::signals::after_guard();
     }
 }
 

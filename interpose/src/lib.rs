@@ -9,6 +9,7 @@ pub mod config;
 mod diag;
 mod errno;
 pub mod exports;
+mod foreign;
 mod guard;
 mod lifecycle;
 mod lock;
@@ -18,6 +19,8 @@ mod mpi_table;
 pub mod output;
 mod real;
 mod report;
+mod reserve;
+mod signals;
 mod thread;
 pub mod tracer;
 

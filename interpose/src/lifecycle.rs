@@ -42,9 +42,73 @@ pub fn after_init() {
             Some(after_fork_child),
         );
     }
+    crate::reserve::map_emergency();
+    crate::signals::install();
+}
+
+/// If `malloc` in this process is not ours (the program, or a library
+/// before us in LD_PRELOAD, brings its own allocator), the allocations made
+/// through it were never seen: say so, once, at exit.
+fn foreign_allocator_notice() {
+    // (The address of our own exported `malloc` would come from the GOT,
+    // which holds the winning definition: compare the defining objects. A
+    // non-PIE executable that only calls malloc makes dlsym return its PLT
+    // stub: that is no definition, and dladdr names no `malloc` there.)
+    fn defining_object(addr: usize, name: &std::ffi::CStr) -> usize {
+        /// `RTLD_DL_SYMENT` of <dlfcn.h>: dladdr1 returns the ELF symbol.
+        const RTLD_DL_SYMENT: libc::c_int = 1;
+        // SAFETY: dladdr1 only reads the loader's tables; `info` and `sym`
+        // are local, the symbol and strings it points to are the loader's,
+        // alive while the object is loaded.
+        unsafe {
+            let mut info: libc::Dl_info = std::mem::zeroed();
+            let mut sym: *mut libc::c_void = std::ptr::null_mut();
+            if libc::dladdr1(
+                addr as *const libc::c_void,
+                &mut info,
+                &mut sym,
+                RTLD_DL_SYMENT,
+            ) == 0
+                || sym.is_null()
+            {
+                return 0;
+            }
+            let sym = &*(sym as *const libc::Elf64_Sym);
+            let defined = sym.st_shndx != 0 // SHN_UNDEF: a PLT stub
+                && !info.dli_sname.is_null()
+                && info.dli_saddr as usize == addr
+                && std::ffi::CStr::from_ptr(info.dli_sname) == name;
+            if defined {
+                info.dli_fbase as usize
+            } else {
+                0
+            }
+        }
+    }
+    fn object_of(addr: usize) -> usize {
+        // SAFETY: as above.
+        unsafe {
+            let mut info: libc::Dl_info = std::mem::zeroed();
+            if libc::dladdr(addr as *const libc::c_void, &mut info) == 0 {
+                return 0;
+            }
+            info.dli_fbase as usize
+        }
+    }
+    // SAFETY: dlsym with RTLD_DEFAULT and a NUL-terminated name.
+    let found = unsafe { libc::dlsym(libc::RTLD_DEFAULT, c"malloc".as_ptr()) } as usize;
+    let ours = object_of(foreign_allocator_notice as fn() as usize);
+    let theirs = defining_object(found, c"malloc");
+    if found != 0 && ours != 0 && theirs != 0 && theirs != ours {
+        crate::diag::message(&[
+            "malloc in this process is not libwmhcct.so's (the program, or a library \
+             loaded before it, brings its own allocator): allocations through it are not traced",
+        ]);
+    }
 }
 
 extern "C" fn at_exit() {
+    foreign_allocator_notice();
     let Some(g) = Guard::acquire() else { return };
     if let Some(t) = tracer::running() {
         crate::report::write(&g, t, "exit");

@@ -2,7 +2,7 @@
 //!
 //! `__libc_*` entry points need no `dlsym` (which itself calls `calloc`).
 //! `posix_memalign`, `aligned_alloc` and `reallocarray` have no `__libc_`
-//! alias; they are looked up once with `dlsym(RTLD_NEXT, …)` while the
+//! alias; they are looked up once in libc.so.6 (`glibc_symbol`) while the
 //! reentrancy guard is held, so the `calloc` inside `dlsym` goes straight to
 //! glibc.
 
@@ -29,15 +29,30 @@ static ALIGNED_ALLOC: AtomicUsize = AtomicUsize::new(0);
 static REALLOCARRAY: AtomicUsize = AtomicUsize::new(0);
 
 fn next_symbol(cache: &AtomicUsize, name: &'static [u8]) -> usize {
+    match std::ffi::CStr::from_bytes_with_nul(name) {
+        Ok(n) => glibc_symbol(cache, n),
+        Err(_) => 0,
+    }
+}
+
+/// glibc's definition of `name`, looked up in libc.so.6 itself: not with
+/// `RTLD_NEXT`, which would find another allocator preloaded after us
+/// (`LD_PRELOAD="libwmhcct.so libjemalloc.so.2"`) and mix its blocks with
+/// glibc's.
+pub fn glibc_symbol(cache: &AtomicUsize, name: &std::ffi::CStr) -> usize {
     let f = cache.load(Ordering::Acquire);
     if f != 0 {
         return f;
     }
-    // Hold the guard (if we can) so dlsym's own calloc is not traced.
+    // Hold the guard (if we can) so the loader's own calloc is not traced.
     let _g = crate::guard::Guard::acquire();
-    // SAFETY: `name` is NUL-terminated; RTLD_NEXT finds glibc's definition
-    // after ours in the lookup order.
-    let f = unsafe { libc::dlsym(libc::RTLD_NEXT, name.as_ptr().cast()) } as usize;
+    // SAFETY: RTLD_NOLOAD returns the already loaded libc (or NULL); dlsym
+    // on that handle (or RTLD_NEXT as a fallback) with a NUL-terminated name.
+    let f = unsafe {
+        let h = libc::dlopen(c"libc.so.6".as_ptr(), libc::RTLD_LAZY | libc::RTLD_NOLOAD);
+        let h = if h.is_null() { libc::RTLD_NEXT } else { h };
+        libc::dlsym(h, name.as_ptr())
+    } as usize;
     cache.store(f, Ordering::Release);
     f
 }
@@ -93,19 +108,36 @@ const MIN_ALIGN: usize = 16;
 // contract for the alignments requested (memalign beyond 16 bytes).
 unsafe impl GlobalAlloc for LibcAllocator {
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        if layout.align() <= MIN_ALIGN {
+        if crate::reserve::handler_on() {
+            return crate::reserve::handler_alloc(layout.size(), layout.align());
+        }
+        let p: *mut u8 = if layout.align() <= MIN_ALIGN {
             // SAFETY: plain C allocation.
             unsafe { __libc_malloc(layout.size()).cast() }
         } else {
             // SAFETY: align is a power of two (Layout invariant).
             unsafe { __libc_memalign(layout.align(), layout.size()).cast() }
+        };
+        if p.is_null() {
+            // The program exhausted memory: do not abort it for our sake.
+            return crate::reserve::emergency_alloc(layout.size(), layout.align());
         }
+        p
     }
 
     unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
+        if crate::reserve::handler_on() {
+            // Arena pages are fresh and never reused: already zero.
+            return crate::reserve::handler_alloc(layout.size(), layout.align());
+        }
         if layout.align() <= MIN_ALIGN {
             // SAFETY: plain C allocation.
-            unsafe { __libc_calloc(1, layout.size()).cast() }
+            let p: *mut u8 = unsafe { __libc_calloc(1, layout.size()).cast() };
+            if p.is_null() {
+                // Reserve pages are fresh and never reused: already zero.
+                return crate::reserve::emergency_alloc(layout.size(), layout.align());
+            }
+            p
         } else {
             // SAFETY: as `alloc`, then zero the fresh block.
             unsafe {
@@ -119,14 +151,36 @@ unsafe impl GlobalAlloc for LibcAllocator {
     }
 
     unsafe fn dealloc(&self, ptr: *mut u8, _layout: Layout) {
+        // Inside the SIGTERM handler nothing goes back to glibc (the
+        // process is about to die); reserve blocks never do.
+        if crate::reserve::handler_on() || crate::reserve::contains(ptr as usize) {
+            return;
+        }
         // SAFETY: `ptr` came from this allocator.
         unsafe { __libc_free(ptr.cast()) }
     }
 
     unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        if layout.align() <= MIN_ALIGN {
+        if layout.align() <= MIN_ALIGN
+            && !crate::reserve::handler_on()
+            && !crate::reserve::contains(ptr as usize)
+        {
             // SAFETY: `ptr` came from __libc_malloc/calloc/realloc.
-            unsafe { __libc_realloc(ptr.cast(), new_size).cast() }
+            let p: *mut u8 = unsafe { __libc_realloc(ptr.cast(), new_size).cast() };
+            if !p.is_null() || new_size == 0 {
+                return p;
+            }
+            // glibc failed (the old block is intact): take a reserve block.
+            let q = crate::reserve::emergency_alloc(new_size, layout.align());
+            if !q.is_null() {
+                // SAFETY: both blocks hold at least min(old, new) bytes; the
+                // old one came from glibc and is freed once copied.
+                unsafe {
+                    std::ptr::copy_nonoverlapping(ptr, q, layout.size().min(new_size));
+                    __libc_free(ptr.cast());
+                }
+            }
+            q
         } else {
             // SAFETY: allocate, copy the smaller size, free the old block.
             unsafe {

@@ -199,6 +199,11 @@ pub fn spill_dir(t: &Tracer, report: &Path) -> PathBuf {
 pub fn take(_g: &Guard, t: &Tracer, reason: &str) -> Option<Profile> {
     tracer::flush_current_thread(t);
     let core = t.core.lock();
+    // Only here, under the core lock, does tracing finish: mark this thread
+    // as the report's writer first, so a SIGTERM never sees the report
+    // taken but not yet written (it waits for the writer, `signals`).
+    tracer::running()?;
+    crate::signals::writer_begins();
     if !tracer::finish() {
         return None;
     }
@@ -262,7 +267,13 @@ pub fn spill_profile(t: &Tracer, profile: &Profile) {
     let result = std::fs::create_dir_all(&dir)
         .map_err(|e| e.to_string())
         .and_then(|_| wmhcct_format::encode(profile).map_err(|e| e.to_string()))
-        .and_then(|b| std::fs::write(&path, b).map_err(|e| e.to_string()));
+        .and_then(|b| {
+            std::fs::write(&path, b).map_err(|e| {
+                // Disk full: do not leave a truncated profile behind.
+                let _ = std::fs::remove_file(&path);
+                e.to_string()
+            })
+        });
     match result {
         Ok(()) => crate::diag::message(&[
             "profile of a rank that did not finish left in ",
@@ -280,6 +291,8 @@ pub fn spill_profile(t: &Tracer, profile: &Profile) {
 fn convert(t: &Tracer, bytes: &[u8], report: &Path) {
     let prof = output::profile_path(report);
     if let Err(e) = std::fs::write(&prof, bytes) {
+        // Disk full: do not leave a truncated profile behind.
+        let _ = std::fs::remove_file(&prof);
         crate::diag::message(&[
             "cannot write the profile ",
             &prof.to_string_lossy(),

@@ -1,0 +1,194 @@
+//! SIGTERM: the profile of a process (or MPI rank) that is terminated.
+//!
+//! A process killed by a signal never runs `.fini_array`, so without this
+//! the profile of a rank that the job scheduler or `mpirun` terminates with
+//! SIGTERM would be lost. At tracer start-up, and only if the program's
+//! disposition of SIGTERM is still the default, a handler is installed. On
+//! SIGTERM it takes the profile with the normal report functions (an MPI
+//! rank leaves `rank-<r>.wmprof` in the job's spill directory; any other
+//! process writes its report), then restores the default action and
+//! re-sends SIGTERM, so the process still dies "killed by SIGTERM".
+//!
+//! A program that installs its own SIGTERM handler later simply replaces
+//! ours: we never interfere with it. A SIGTERM ignored or handled by the
+//! program when the tracer starts is left alone.
+//!
+//! Safety of the work done in the handler:
+//! - If the signal interrupted the tracer itself on this thread (the
+//!   reentrancy guard is held: the collector may be mid-update, a lock may
+//!   be held), nothing is done in the handler: the request is left pending
+//!   and carried out by the next thread that leaves the tracer
+//!   ([`after_guard`], called when a guard is dropped), in normal context,
+//!   within microseconds.
+//! - If the report was already taken (exit, `MPI_Finalize`, `MPI_Abort`)
+//!   and another thread is still writing it, the handler waits for that
+//!   writer (up to 20 s) before it terminates the process; if the writer is
+//!   the interrupted thread itself, the writer terminates the process when
+//!   it leaves the tracer. The report is never cut short by SIGTERM.
+//! - Otherwise the handler writes the profile itself. The thread may have
+//!   been interrupted inside glibc's allocator (the window of an interposed
+//!   call before or after the tracer's part), so while the handler works the
+//!   tracer's own Rust allocations come from a private `mmap` arena instead
+//!   of glibc ([`arena_on`], checked by `real::LibcAllocator`); the converter
+//!   is started with `posix_spawn` (Rust's `Command`), which takes no
+//!   allocator or stdio lock.
+
+use std::ffi::c_int;
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU8, Ordering};
+
+use crate::guard::Guard;
+
+/// A SIGTERM is being handled (the first one wins; later ones return).
+static HANDLING: AtomicBool = AtomicBool::new(false);
+/// Checked at every guard release: `PENDING` and/or `WRITING`.
+static FLAGS: AtomicU8 = AtomicU8::new(0);
+/// A SIGTERM arrived while a thread was inside the tracer, or while the
+/// report was being written: carried out at a later guard release.
+const PENDING: u8 = 1;
+/// A thread is writing the report (`WRITER`).
+const WRITING: u8 = 2;
+/// The thread (tid) writing the report, 0 if none.
+static WRITER: AtomicI32 = AtomicI32::new(0);
+/// How long a SIGTERM handler waits for another thread's report writing.
+const WAIT_FOR_WRITER_MS: u32 = 20_000;
+
+fn tid() -> i32 {
+    // SAFETY: gettid has no preconditions.
+    unsafe { libc::gettid() }
+}
+
+/// Install the SIGTERM handler if the program's disposition is the default.
+/// Called once, right after the tracer is initialised.
+pub fn install() {
+    // SAFETY: sigaction with a zeroed, then filled, struct; the handler is
+    // an extern "C" fn(c_int) as the plain (non-SA_SIGINFO) form requires.
+    unsafe {
+        let mut old: libc::sigaction = std::mem::zeroed();
+        if libc::sigaction(libc::SIGTERM, std::ptr::null(), &mut old) != 0 {
+            return;
+        }
+        if old.sa_sigaction != libc::SIG_DFL {
+            // Ignored, or handled by the program (or an earlier tool).
+            return;
+        }
+        let mut sa: libc::sigaction = std::mem::zeroed();
+        sa.sa_sigaction = on_sigterm as extern "C" fn(c_int) as usize;
+        sa.sa_flags = libc::SA_RESTART;
+        libc::sigemptyset(&mut sa.sa_mask);
+        libc::sigaction(libc::SIGTERM, &sa, std::ptr::null_mut());
+    }
+}
+
+/// The calling thread takes the report (`report::take`, core lock held):
+/// until it leaves the tracer, a SIGTERM waits for it.
+pub fn writer_begins() {
+    WRITER.store(tid(), Ordering::Release);
+    FLAGS.fetch_or(WRITING, Ordering::AcqRel);
+}
+
+extern "C" fn on_sigterm(_sig: c_int) {
+    let errno = crate::errno::get();
+    if HANDLING.swap(true, Ordering::AcqRel) {
+        // Another thread is already writing the profile, or it is pending.
+        crate::errno::set(errno);
+        return;
+    }
+    let Some(g) = Guard::acquire() else {
+        // Interrupted inside the tracer (perhaps while writing the report):
+        // finish there, at the guard's release (module documentation).
+        FLAGS.fetch_or(PENDING, Ordering::AcqRel);
+        crate::errno::set(errno);
+        return;
+    };
+    if crate::tracer::running().is_none() {
+        // The report was taken: wait for its writer (another thread, as
+        // this one is not inside the tracer), then die.
+        drop(g);
+        wait_for_writer();
+        terminate();
+        crate::errno::set(errno);
+        return;
+    }
+    // Without an arena (address space exhausted) glibc is used.
+    crate::reserve::handler_arena(true);
+    write(&g);
+    crate::reserve::handler_arena(false);
+    drop(g);
+    terminate();
+    crate::errno::set(errno);
+}
+
+/// Sleep until no other thread is writing the report (bounded).
+fn wait_for_writer() {
+    let me = tid();
+    for _ in 0..WAIT_FOR_WRITER_MS {
+        let w = WRITER.load(Ordering::Acquire);
+        if FLAGS.load(Ordering::Acquire) & WRITING == 0 || w == me || w == 0 {
+            return;
+        }
+        let ts = libc::timespec {
+            tv_sec: 0,
+            tv_nsec: 1_000_000,
+        };
+        // SAFETY: nanosleep with a local timespec (async-signal-safe).
+        unsafe { libc::nanosleep(&ts, std::ptr::null_mut()) };
+    }
+}
+
+/// Called whenever a thread leaves the tracer (a guard is dropped): ends
+/// the report writer's turn, and carries out a SIGTERM that arrived while
+/// a thread was inside or the report was being written.
+#[inline(always)]
+pub fn after_guard() {
+    if FLAGS.load(Ordering::Relaxed) != 0 {
+        flags_set();
+    }
+}
+
+#[cold]
+#[inline(never)]
+fn flags_set() {
+    let f = FLAGS.load(Ordering::Acquire);
+    if f & WRITING != 0 {
+        if WRITER.load(Ordering::Acquire) != tid() {
+            // Another thread is writing the report: it will terminate.
+            return;
+        }
+        // The writer has left the tracer: the report is written.
+        WRITER.store(0, Ordering::Release);
+        FLAGS.fetch_and(!WRITING, Ordering::AcqRel);
+    }
+    if FLAGS.fetch_and(!PENDING, Ordering::AcqRel) & PENDING == 0 {
+        return;
+    }
+    if let Some(g) = Guard::acquire() {
+        write(&g);
+    }
+    terminate();
+}
+
+fn write(g: &Guard) {
+    if let Some(t) = crate::tracer::running() {
+        crate::report::write(g, t, "sigterm");
+    }
+}
+
+/// Restore the default action and re-send SIGTERM to the process, so it
+/// dies with the status the program would have had without the tracer.
+fn terminate() {
+    // SAFETY: plain signal calls on local, initialised structs.
+    unsafe {
+        let mut sa: libc::sigaction = std::mem::zeroed();
+        sa.sa_sigaction = libc::SIG_DFL;
+        libc::sigemptyset(&mut sa.sa_mask);
+        libc::sigaction(libc::SIGTERM, &sa, std::ptr::null_mut());
+        libc::kill(libc::getpid(), libc::SIGTERM);
+        // Inside the handler SIGTERM is blocked on this thread: unblock it
+        // so the default action happens now (another thread may already
+        // have taken it).
+        let mut set: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut set);
+        libc::sigaddset(&mut set, libc::SIGTERM);
+        libc::pthread_sigmask(libc::SIG_UNBLOCK, &set, std::ptr::null_mut());
+    }
+}

@@ -1,0 +1,146 @@
+//! Helpers shared by the reliability suite (tests/tests/reliability_*.rs):
+//! figures printed in the test output, status lines of the test programs,
+//! tmpfs mounts for the report-write failures, a shared library build.
+
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Duration;
+
+use wmhcct_e2e::*;
+
+/// Print one figure line (visible with `--nocapture`, and in the failure
+/// output otherwise).
+pub fn figure(test: &str, text: impl AsRef<str>) {
+    eprintln!("[reliability] {test}: {}", text.as_ref());
+}
+
+/// `<key> <number>` in `text` (e.g. `VmHWM_kB 1234`): the number after the
+/// first occurrence of `key`.
+pub fn number_after(text: &str, key: &str) -> Option<u64> {
+    let at = text.find(key)? + key.len();
+    text[at..]
+        .split_whitespace()
+        .next()
+        .and_then(|w| w.trim_end_matches(',').parse().ok())
+}
+
+/// Run `exe args` with `LD_PRELOAD=preload` (any list), `WMHCCT_OUT=report`
+/// and `env`.
+pub fn run_preloaded(
+    exe: &Path,
+    args: &[&str],
+    dir: &Path,
+    preload: &str,
+    report: &Path,
+    env: &[(&str, &str)],
+    timeout: Duration,
+) -> Output {
+    let mut c = command(exe, args, dir);
+    c.env("LD_PRELOAD", preload).env("WMHCCT_OUT", report);
+    for (k, v) in env {
+        c.env(k, v);
+    }
+    run_cmd(&mut c, timeout)
+}
+
+/// `sh -c 'ulimit -v KB; exec exe args'`, traced or not.
+pub fn run_limited(
+    exe: &Path,
+    args: &[&str],
+    dir: &Path,
+    limit_kb: u64,
+    traced: Option<&Path>,
+) -> Output {
+    let mut script = format!("ulimit -v {limit_kb}; exec '{}'", exe.display());
+    for a in args {
+        script.push_str(&format!(" '{a}'"));
+    }
+    let mut c = command("/bin/sh", &["-c", &script], dir);
+    if let Some(report) = traced {
+        c.env("LD_PRELOAD", lib()).env("WMHCCT_OUT", report);
+    }
+    run_cmd(&mut c, TIMEOUT)
+}
+
+/// Build `tests/programs/<src>` as a shared library `lib<stem>.so` in `dir`.
+pub fn shared_library(src: &str, dir: &Path) -> PathBuf {
+    let stem = Path::new(src).file_stem().unwrap().to_string_lossy();
+    let so = dir.join(format!("lib{stem}.so"));
+    let out = Command::new("cc")
+        .args([
+            "-shared",
+            "-fPIC",
+            "-O0",
+            "-g",
+            "-fno-omit-frame-pointer",
+            "-o",
+        ])
+        .arg(&so)
+        .arg(root().join("tests/programs").join(src))
+        .output()
+        .expect("cc");
+    assert!(
+        out.status.success(),
+        "cc -shared {src}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    so
+}
+
+/// A tmpfs mounted at `dir/<name>` with `options` (unmounted on drop), or
+/// `None` when this user cannot mount (not root, no CAP_SYS_ADMIN).
+pub struct Tmpfs {
+    pub path: PathBuf,
+}
+
+impl Tmpfs {
+    pub fn mount(dir: &Path, name: &str, options: &str) -> Option<Tmpfs> {
+        let path = dir.join(name);
+        std::fs::create_dir_all(&path).ok()?;
+        let ok = Command::new("mount")
+            .args(["-t", "tmpfs", "-o", options, "tmpfs"])
+            .arg(&path)
+            .output()
+            .map(|o| o.status.success())
+            .unwrap_or(false);
+        ok.then_some(Tmpfs { path })
+    }
+
+    /// Fill the file system, leaving about `free_kb` KiB.
+    pub fn fill_leaving(&self, free_kb: u64) {
+        let _ = std::fs::remove_file(self.path.join("fill"));
+        let st = Command::new("df")
+            .args(["-k", "--output=avail"])
+            .arg(&self.path)
+            .output()
+            .expect("df");
+        let avail: u64 = String::from_utf8_lossy(&st.stdout)
+            .lines()
+            .nth(1)
+            .and_then(|l| l.trim().parse().ok())
+            .expect("df avail");
+        let size = avail.saturating_sub(free_kb) * 1024;
+        std::fs::write(self.path.join("fill"), vec![0u8; size as usize]).expect("fill");
+    }
+}
+
+impl Drop for Tmpfs {
+    fn drop(&mut self) {
+        let _ = Command::new("umount").arg(&self.path).output();
+    }
+}
+
+/// The tracer's lines of `stderr`, for failure messages.
+pub fn lines_of(stderr: &str) -> String {
+    tracer_lines(stderr).join("\n")
+}
+
+/// No Rust panic or backtrace text anywhere in `s`.
+pub fn assert_no_panic(s: &str, what: &str) {
+    assert!(
+        !s.contains("panicked") && !s.contains("RUST_BACKTRACE") && !s.contains("stack backtrace"),
+        "{what}: panic text:\n{s}"
+    );
+}

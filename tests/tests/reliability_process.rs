@@ -1,0 +1,176 @@
+//! Process life cycle under the tracer (issue 8): fork without exec in a
+//! multi-threaded program while other threads allocate, fork+exec,
+//! `system()`, `vfork`, `posix_spawn`, and 1000 dlopen/dlclose cycles of a
+//! library that allocates.
+//!
+//! Every run has a time limit (a hang is a failure) and the program itself
+//! has a watchdog on each child: a child that deadlocks (a tracer lock
+//! inherited across fork in a locked state) is killed and reported.
+
+mod rel_common;
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use rel_common::*;
+use wmhcct_e2e::*;
+
+/// Reports `<stem>-<pid>.h5` that child processes wrote into `dir`.
+fn child_reports(dir: &Path, stem: &str) -> Vec<PathBuf> {
+    let mut v: Vec<PathBuf> = std::fs::read_dir(dir)
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .map(|e| e.path())
+        .filter(|p| {
+            let n = p.file_name().unwrap().to_string_lossy();
+            n.starts_with(&format!("{stem}-")) && n.ends_with(".h5")
+        })
+        .collect();
+    v.sort();
+    v
+}
+
+fn forkmt(mode: &str, n: u32, expected_child_reports: usize) {
+    let t = format!("forkmt_{mode}");
+    let w = WorkDir::new(&format!("rel-forkmt-{mode}"));
+    let exe = compile("rel_forkmt.c", &w.path, Opt::Debug, &["-pthread"]);
+    let n_s = n.to_string();
+    let expected = format!("forkmt {mode}: {n} children, {n} exited 0, 0 hung\n");
+    let native = run_plain(&exe, &[mode, &n_s], &w.path);
+    assert_eq!(native.code, 0, "{}", native.describe());
+    assert_eq!(native.stdout, expected);
+
+    let h5 = w.join(format!("{mode}.h5"));
+    // Exact mode: a forked child's report starts with the parent's history
+    // (the spinners' many events), next to which the child's 300 mallocs
+    // would not be hot enough for the bounded summary to keep them.
+    let out = run_traced_timeout(
+        &exe,
+        &[mode, &n_s],
+        &w.path,
+        &h5,
+        &[("WMHCCT_EXACT", "1")],
+        Duration::from_secs(300),
+    );
+    figure(
+        &t,
+        format!(
+            "{n} children while 4 threads allocate: {:.2} s traced, {:.2} s native",
+            out.elapsed.as_secs_f64(),
+            native.elapsed.as_secs_f64()
+        ),
+    );
+    assert_eq!(out.code, 0, "{}", out.describe());
+    assert_eq!(out.stdout, expected, "no child hung, every child exited 0");
+    for l in out.stderr.lines() {
+        assert!(
+            l.starts_with("wmhcct: report written to "),
+            "unexpected stderr line: {l}\n{}",
+            out.stderr
+        );
+    }
+    // The parent's report: its spinners' allocations.
+    let r = report_json(&h5);
+    assert!(
+        !contexts_with(&r, "malloc", "rel_spinner").is_empty(),
+        "{}",
+        summary(&r)
+    );
+    // Each child that exits through exit() (or is a started program)
+    // writes its own report, with its 100 (or 300) mallocs of
+    // rel_child_work.
+    let kids = child_reports(&w.path, mode);
+    assert_eq!(kids.len(), expected_child_reports, "{kids:?}");
+    for k in &kids {
+        let c = report_json(k);
+        let work: u64 = contexts_with(&c, "malloc", "rel_child_work")
+            .iter()
+            .map(|x| u64_of(&x["count"]))
+            .sum();
+        let want = if mode == "fork" { 300 } else { 100 };
+        assert_eq!(work, want, "{}: {}", k.display(), summary(&c));
+    }
+}
+
+/// 50 forks without exec while 4 threads malloc/free; each child allocates
+/// (also from a new thread); every 10th leaves with exit() and writes a
+/// report, the others with _exit().
+#[test]
+fn fork_without_exec_while_threads_allocate() {
+    forkmt("fork", 50, 5);
+}
+
+#[test]
+fn fork_exec_while_threads_allocate() {
+    forkmt("exec", 10, 10);
+}
+
+#[test]
+fn system_while_threads_allocate() {
+    forkmt("system", 10, 10);
+}
+
+#[test]
+fn vfork_exec_while_threads_allocate() {
+    forkmt("vfork", 10, 10);
+}
+
+#[test]
+fn posix_spawn_while_threads_allocate() {
+    forkmt("spawn", 10, 10);
+}
+
+/// 1000 dlopen/call/dlclose cycles, then one load that allocates 1000
+/// times in rel_lib_hot_inner and is closed too; the program allocates
+/// after the last dlclose. Stacks through the library resolve to its
+/// function names (symbolised at convert time from the module's path).
+#[test]
+fn dlopen_dlclose_1000_times() {
+    let t = "dlopen_dlclose_1000_times";
+    let w = WorkDir::new("rel-dlopen");
+    let so = shared_library("rel_dlib.c", &w.path);
+    let exe = compile("rel_dlopen.c", &w.path, Opt::Debug, &[]);
+    let so_s = so.to_string_lossy().into_owned();
+    let native = run_plain(&exe, &[&so_s], &w.path);
+    assert_eq!(native.code, 0, "{}", native.describe());
+    let h5 = w.join("dlopen.h5");
+    let out = run_traced(&exe, &[&so_s], &w.path, &h5, &[]);
+    assert_eq!(out.code, 0, "{}", out.describe());
+    assert_eq!(out.stdout, native.stdout, "output unchanged");
+    assert_clean_stderr(&out, &h5);
+    let r = report_json(&h5);
+    figure(
+        t,
+        format!(
+            "1001 dlopen/dlclose cycles: {:.2} s traced, {:.2} s native; {} malloc, {} calloc, {} free",
+            out.elapsed.as_secs_f64(),
+            native.elapsed.as_secs_f64(),
+            total_count(&r, "malloc"),
+            total_count(&r, "calloc"),
+            total_count(&r, "free"),
+        ),
+    );
+    let inner = context_with(&r, "malloc", "rel_lib_inner");
+    assert_eq!(u64_of(&inner["count"]), 3000, "{inner}");
+    let names = stack_names(inner);
+    assert_eq!(frame_index(inner, "rel_lib_inner"), Some(0), "{names:?}");
+    assert_eq!(frame_index(inner, "rel_lib_outer"), Some(1), "{names:?}");
+    assert_eq!(frame_index(inner, "rel_lib_work"), Some(2), "{names:?}");
+    assert_eq!(frame_index(inner, "main"), Some(3), "{names:?}");
+    let hot = context_with(&r, "malloc", "rel_lib_hot_inner");
+    assert_eq!(u64_of(&hot["count"]), 1000, "{hot}");
+    assert_eq!(
+        frame_index(hot, "rel_lib_hot"),
+        Some(1),
+        "{:?}",
+        stack_names(hot)
+    );
+    let after = context_with(&r, "malloc", "rel_after_close");
+    assert_eq!(u64_of(&after["count"]), 10, "{after}");
+    // The library's frames name the library's file.
+    let frame = &inner["stack"][0];
+    assert!(
+        frame.to_string().contains("librel_dlib.so"),
+        "module of rel_lib_inner: {frame}"
+    );
+}

@@ -1,0 +1,338 @@
+//! Signals under the tracer (issue 8).
+//!
+//! SIGTERM: the tracer installs a handler when the program's disposition
+//! is the default (`interpose/src/signals.rs`). On SIGTERM the process's
+//! report is written (an MPI rank leaves `rank-<r>.wmprof` in the job's
+//! spill directory), then the default action is restored and SIGTERM
+//! re-sent: the process still dies "killed by SIGTERM" (exit status 143).
+//! Recovered: every event up to the signal, with `reason` "sigterm". A
+//! program's own SIGTERM handler (or SIG_IGN) wins and is left alone.
+//!
+//! Timer signals: a SIGALRM handler runs every 200 µs while the main loop
+//! allocates. Without allocation in the handler the totals are exact; with
+//! malloc/free in the handler there is no deadlock and the main loop is
+//! still exact (handler events that interrupt the tracer itself go to glibc
+//! untraced: see the README, "Guarantees and limits").
+
+mod rel_common;
+
+use std::io::{BufRead, BufReader};
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use rel_common::*;
+use wmhcct_e2e::*;
+
+#[test]
+fn sigterm_raised_writes_the_report_and_still_dies_by_sigterm() {
+    let w = WorkDir::new("rel-sigterm-raise");
+    let exe = compile("rel_sigterm.c", &w.path, Opt::Debug, &["-pthread"]);
+    let native = run_plain(&exe, &["raise", "1000"], &w.path);
+    assert_eq!(native.code, 128 + 15, "{}", native.describe());
+    let h5 = w.join("term.h5");
+    let out = run_traced(&exe, &["raise", "1000"], &w.path, &h5, &[]);
+    assert_eq!(out.code, 128 + 15, "killed by SIGTERM: {}", out.describe());
+    assert_eq!(out.stdout, native.stdout);
+    assert_clean_stderr(&out, &h5);
+    let r = report_json(&h5);
+    assert_eq!(r["reason"], "sigterm", "{}", r["reason"]);
+    let c = context_with(&r, "malloc", "rel_before_term");
+    assert_eq!(u64_of(&c["count"]), 1000, "{c}");
+    assert_eq!(u64_of(&c["leaked_bytes"]), 100_000, "{c}");
+    figure(
+        "sigterm_raised",
+        format!(
+            "exit {} (native {}); recovered {} mallocs, reason {}",
+            out.code,
+            native.code,
+            total_count(&r, "malloc"),
+            r["reason"]
+        ),
+    );
+}
+
+/// SIGTERM from outside while 4 threads allocate as fast as they can (the
+/// signal usually lands inside the tracer: the profile is then written by
+/// the next thread that leaves it). Five rounds; each must die by SIGTERM
+/// within 60 s with a readable report.
+#[test]
+fn sigterm_from_outside_while_threads_allocate() {
+    let t = "sigterm_from_outside_while_threads_allocate";
+    let w = WorkDir::new("rel-sigterm-kill");
+    let exe = compile("rel_sigterm.c", &w.path, Opt::Debug, &["-pthread"]);
+    for round in 0..5 {
+        let h5 = w.join(format!("kill{round}.h5"));
+        let mut c = command(&exe, &["loop", "3"], &w.path);
+        c.env("LD_PRELOAD", lib())
+            .env("WMHCCT_OUT", &h5)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        let mut child = c.spawn().expect("spawn");
+        let mut stdout = BufReader::new(child.stdout.take().unwrap());
+        let mut line = String::new();
+        stdout.read_line(&mut line).expect("first line");
+        assert_eq!(line, "looping\n");
+        std::thread::sleep(Duration::from_millis(200 + 100 * round));
+        let start = Instant::now();
+        let k = Command::new("kill")
+            .args(["-TERM", &child.id().to_string()])
+            .status()
+            .expect("kill");
+        assert!(k.success());
+        let status = loop {
+            if let Some(s) = child.try_wait().expect("wait") {
+                break s;
+            }
+            if start.elapsed() > Duration::from_secs(60) {
+                let _ = child.kill();
+                panic!("round {round}: still alive 60 s after SIGTERM (deadlock?)");
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        };
+        let took = start.elapsed();
+        let mut err = String::new();
+        let _ = std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut err);
+        use std::os::unix::process::ExitStatusExt;
+        assert_eq!(
+            status.signal(),
+            Some(15),
+            "round {round}: {status:?}\n{err}"
+        );
+        assert_eq!(
+            tracer_lines(&err),
+            vec![format!("wmhcct: report written to {}", h5.display())],
+            "{err}"
+        );
+        let r = report_json(&h5);
+        assert_eq!(r["reason"], "sigterm");
+        let m = total_count(&r, "malloc");
+        let f = total_count(&r, "free");
+        assert!(m > 1000, "round {round}: {}", alloc_totals(&r));
+        // Live blocks at the signal: the 4 rings of 32, and start-up's.
+        let live = u64_of(&r["heap"]["live_blocks"]);
+        assert!(live <= 4 * 32 + 16, "round {round}: {}", r["heap"]);
+        figure(
+            t,
+            format!(
+                "round {round}: died by SIGTERM {:.0} ms after the signal; recovered {m} mallocs, {f} frees, {live} live blocks",
+                took.as_secs_f64() * 1e3
+            ),
+        );
+    }
+}
+
+#[test]
+fn own_sigterm_handler_wins() {
+    let w = WorkDir::new("rel-sigterm-own");
+    let exe = compile("rel_sigterm.c", &w.path, Opt::Debug, &["-pthread"]);
+    let native = run_plain(&exe, &["own", "500"], &w.path);
+    assert_eq!(native.code, 3, "{}", native.describe());
+    assert_eq!(native.stdout, "own handler\n");
+    let h5 = w.join("own.h5");
+    let out = run_traced(&exe, &["own", "500"], &w.path, &h5, &[]);
+    assert_eq!(out.code, 3, "{}", out.describe());
+    assert_eq!(out.stdout, native.stdout);
+    assert_clean_stderr(&out, &h5);
+    let r = report_json(&h5);
+    assert_eq!(r["reason"], "exit", "the program's handler exited normally");
+    let c = context_with(&r, "malloc", "rel_before_term");
+    assert_eq!(u64_of(&c["count"]), 500);
+}
+
+#[test]
+fn ignored_sigterm_stays_ignored() {
+    let w = WorkDir::new("rel-sigterm-ignore");
+    let exe = compile("rel_sigterm.c", &w.path, Opt::Debug, &["-pthread"]);
+    let h5 = w.join("ign.h5");
+    let out = run_traced(&exe, &["ignore", "100"], &w.path, &h5, &[]);
+    assert_eq!(out.code, 0, "{}", out.describe());
+    assert_eq!(out.stdout, "still alive\n");
+    assert_clean_stderr(&out, &h5);
+    assert_eq!(report_json(&h5)["reason"], "exit");
+}
+
+fn mpicc(src: &str, dir: &Path) -> std::path::PathBuf {
+    let exe = dir.join(Path::new(src).file_stem().unwrap());
+    let out = Command::new("mpicc")
+        .args(["-g", "-O0", "-fno-omit-frame-pointer", "-o"])
+        .arg(&exe)
+        .arg(root().join("tests/programs").join(src))
+        .output()
+        .expect("mpicc (run scripts/setup.sh)");
+    assert!(
+        out.status.success(),
+        "mpicc: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    exe
+}
+
+fn mpirun(exe: &Path, dir: &Path, env: &[(&str, &str)]) -> Output {
+    let mut c = command("mpirun", &["-np", "4", "--oversubscribe"], dir);
+    c.env("OMPI_ALLOW_RUN_AS_ROOT", "1")
+        .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1");
+    for (k, v) in env {
+        c.arg("-x").arg(format!("{k}={v}"));
+    }
+    c.arg(exe);
+    run_cmd(&mut c, Duration::from_secs(180))
+}
+
+/// 4 ranks; rank 1 raises SIGTERM after its allocations, mpirun then
+/// terminates the others. Every rank that got SIGTERM leaves its profile in
+/// the spill directory; `wmhcct merge` makes the job report.
+#[test]
+fn mpi_rank_killed_by_sigterm_leaves_a_readable_spill() {
+    let t = "mpi_rank_killed_by_sigterm";
+    let w = WorkDir::new("rel-mpi-term");
+    let exe = mpicc("rel_mpi_term.c", &w.path);
+    let native = mpirun(&exe, &w.path, &[]);
+    let report = w.join("job.h5");
+    let lib = lib().to_string_lossy().into_owned();
+    let rep = report.to_string_lossy().into_owned();
+    let out = mpirun(&exe, &w.path, &[("LD_PRELOAD", &lib), ("WMHCCT_OUT", &rep)]);
+    assert_eq!(
+        out.code,
+        native.code,
+        "mpirun's exit code unchanged: native {}\n{}",
+        native.describe(),
+        out.describe()
+    );
+    assert_ne!(out.code, 0);
+    assert_eq!(out.stdout, native.stdout, "the job's stdout is unchanged");
+    let spill = w.join("job.h5.spill");
+    let mut ranks: Vec<String> = std::fs::read_dir(&spill)
+        .unwrap_or_else(|e| {
+            panic!(
+                "no spill directory {}: {e}\n{}",
+                spill.display(),
+                out.describe()
+            )
+        })
+        .filter_map(|e| e.ok())
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    ranks.sort();
+    assert!(
+        ranks.contains(&"rank-1.wmprof".to_string()),
+        "the killed rank's profile: {ranks:?}\n{}",
+        out.describe()
+    );
+    let merged = w.join("merged.h5");
+    let m = run_cmd(
+        Command::new(bin())
+            .arg("merge")
+            .arg(&spill)
+            .arg("-o")
+            .arg(&merged),
+        TIMEOUT,
+    );
+    assert_eq!(m.code, 0, "{}", m.describe());
+    let r = report_json(&merged);
+    assert_eq!(r["reason"], "sigterm");
+    // rank r allocated (r+1)·100 blocks in rel_rank_work.
+    let present: Vec<u64> = ranks
+        .iter()
+        .filter_map(|n| {
+            n.strip_prefix("rank-")?
+                .strip_suffix(".wmprof")?
+                .parse()
+                .ok()
+        })
+        .collect();
+    let want: u64 = present.iter().map(|r| (r + 1) * 100).sum();
+    let got: u64 = contexts_with(&r, "malloc", "rel_rank_work")
+        .iter()
+        .map(|c| u64_of(&c["count"]))
+        .sum();
+    assert_eq!(got, want, "ranks {present:?}: {}", summary(&r));
+    figure(
+        t,
+        format!(
+            "mpirun exit {} (native {}); profiles recovered from ranks {present:?}; \
+             rel_rank_work mallocs in the merged report {got}",
+            out.code, native.code
+        ),
+    );
+}
+
+fn sigalrm(mode: &str, n: u64) {
+    let t = format!("sigalrm_{mode}");
+    let w = WorkDir::new(&format!("rel-sigalrm-{mode}"));
+    let exe = compile("rel_sigalrm.c", &w.path, Opt::Debug, &[]);
+    let n_s = n.to_string();
+    let native = run_plain(&exe, &[mode, &n_s], &w.path);
+    assert_eq!(native.code, 0, "{}", native.describe());
+    let h0 = w.join("base.h5");
+    let base = run_traced(&exe, &[mode, "0"], &w.path, &h0, &[]);
+    assert_eq!(base.code, 0, "{}", base.describe());
+    let r0 = report_json(&h0);
+    let h5 = w.join("alarm.h5");
+    let out = run_traced_timeout(
+        &exe,
+        &[mode, &n_s],
+        &w.path,
+        &h5,
+        &[],
+        Duration::from_secs(120),
+    );
+    assert_eq!(out.code, 0, "{}", out.describe());
+    assert_eq!(out.stdout, native.stdout, "output unchanged");
+    let ticks = number_after(&out.stderr, "ticks").unwrap();
+    let handler = number_after(&out.stderr, "handler_allocs").unwrap();
+    let r = report_json(&h5);
+    let main = context_with(&r, "malloc", "rel_main_loop");
+    assert_eq!(u64_of(&main["count"]), n, "the main loop, exactly: {main}");
+    let extra =
+        total_count(&r, "malloc") - total_count(&r, "malloc").min(total_count(&r0, "malloc") + n);
+    figure(
+        &t,
+        format!(
+            "{n} main-loop mallocs, {ticks} SIGALRM ticks, {handler} handler mallocs of which {extra} traced \
+             ({} passed to glibc untraced because they interrupted the tracer); {:.2} s traced, {:.2} s native",
+            handler.saturating_sub(extra),
+            out.elapsed.as_secs_f64(),
+            native.elapsed.as_secs_f64()
+        ),
+    );
+    assert!(ticks > 0, "the timer ran: {}", out.stderr);
+    if mode == "quiet" {
+        assert_eq!(handler, 0);
+        assert_eq!(
+            total_count(&r, "malloc") - total_count(&r0, "malloc"),
+            n,
+            "totals exact: {}",
+            alloc_totals(&r)
+        );
+        assert_eq!(
+            total_count(&r, "free") - total_count(&r0, "free"),
+            n,
+            "totals exact: {}",
+            alloc_totals(&r)
+        );
+    } else {
+        assert!(handler > 0, "the handler allocated: {}", out.stderr);
+        assert!(extra <= handler, "{extra} > {handler}");
+        // The handler frees what it allocates within the same call, so
+        // nothing is mistaken for a leak or an unknown free.
+        assert_eq!(u64_of(&r["heap"]["unknown_frees"]), 0, "{}", r["heap"]);
+        assert_eq!(
+            total_count(&r, "free") - total_count(&r0, "free"),
+            n + extra,
+            "{}",
+            alloc_totals(&r)
+        );
+    }
+}
+
+#[test]
+fn timer_signal_handler_without_allocation_totals_exact() {
+    sigalrm("quiet", 1_000_000);
+}
+
+#[test]
+fn timer_signal_handler_allocating_no_deadlock() {
+    sigalrm("alloc", 1_000_000);
+}
