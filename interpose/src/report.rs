@@ -263,16 +263,22 @@ pub fn spill_profile(t: &Tracer, profile: &Profile) {
         Some(j) => format!("rank-{}.wmprof", j.rank),
         None => format!("pid-{}.wmprof", profile.meta.pid),
     };
-    let path = dir.join(name);
+    let path = dir.join(&name);
+    // Written under a temporary name and renamed: a rank killed while
+    // writing (mpirun tears the job down once one rank is gone) leaves no
+    // truncated `*.wmprof` for `wmhcct merge` to trip over.
+    let tmp = dir.join(format!(".{name}.tmp"));
     let result = std::fs::create_dir_all(&dir)
         .map_err(|e| e.to_string())
         .and_then(|_| wmhcct_format::encode(profile).map_err(|e| e.to_string()))
         .and_then(|b| {
-            std::fs::write(&path, b).map_err(|e| {
-                // Disk full: do not leave a truncated profile behind.
-                let _ = std::fs::remove_file(&path);
-                e.to_string()
-            })
+            std::fs::write(&tmp, b)
+                .and_then(|()| std::fs::rename(&tmp, &path))
+                .map_err(|e| {
+                    // Disk full: do not leave a partial profile behind.
+                    let _ = std::fs::remove_file(&tmp);
+                    e.to_string()
+                })
         });
     match result {
         Ok(()) => crate::diag::message(&[

@@ -276,8 +276,30 @@ fn exit_without_finalize_leaves_spill_files() {
         &dir,
     );
     let spill = dir.join("job.h5.spill");
-    let n = std::fs::read_dir(&spill).map(|d| d.count()).unwrap_or(0);
-    assert_eq!(n as u64, RANKS, "spill files in {}", spill.display());
+    // Once the first rank is gone mpirun tears the others down; a rank
+    // killed before its exit-time spill leaves nothing (and never a partial
+    // file: spills are written under a temporary name and renamed).
+    let names: Vec<String> = std::fs::read_dir(&spill)
+        .map(|d| {
+            d.flatten()
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .collect()
+        })
+        .unwrap_or_default();
+    assert!(
+        !names.is_empty()
+            && names
+                .iter()
+                .all(|n| n.starts_with("rank-") && n.ends_with(".wmprof")),
+        "spill files in {}: {names:?}",
+        spill.display()
+    );
+    if (names.len() as u64) < RANKS {
+        eprintln!(
+            "noexit: {} of {RANKS} ranks spilled before mpirun's teardown",
+            names.len()
+        );
+    }
     let merged = dir.join("merged.h5");
     let out = Command::new(built("wmhcct"))
         .arg("merge")
@@ -292,7 +314,17 @@ fn exit_without_finalize_leaves_spill_files() {
         String::from_utf8_lossy(&out.stderr)
     );
     let r = report(&merged);
-    assert_eq!(r["ranks"], RANKS);
+    assert_eq!(r["ranks"], names.len() as u64);
+    // Exact for the ranks recovered: rank r allocated (r+1)·K times in A.
+    let recovered: Vec<u64> = r["ranks_detail"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| d["rank"].as_u64().unwrap())
+        .collect();
     let a = context(&r, "ctx_a", "malloc").unwrap();
-    assert_eq!(a["count"], K * 10);
+    assert_eq!(
+        a["count"],
+        recovered.iter().map(|r| (r + 1) * K).sum::<u64>()
+    );
 }

@@ -100,7 +100,24 @@ pub fn read_all(files: &[PathBuf]) -> Result<Vec<(PathBuf, Profile)>> {
 
 pub fn run(args: &MergeArgs) -> Result<()> {
     let files = expand(&args.inputs)?;
-    let profiles = read_all(&files)?;
+    // A profile found in a spill directory that cannot be read (a rank
+    // killed while writing it, a foreign file) is skipped with a warning:
+    // the other ranks are still worth a report. Files named explicitly must
+    // all be readable.
+    let mut profiles = Vec::with_capacity(files.len());
+    for f in &files {
+        match read_profile(f) {
+            Ok(p) => profiles.push((f.clone(), p)),
+            Err(e) if !args.inputs.contains(f) => {
+                eprintln!("wmhcct: warning: skipping {}: {e}", f.display());
+            }
+            Err(e) => return Err(e).with_context(|| f.display().to_string()),
+        }
+    }
+    if profiles.is_empty() {
+        bail!("no readable profiles among {} file(s)", files.len());
+    }
+    let profiles_read = profiles.len();
     let job = merge_profiles(profiles)?;
     write_report(&job, &args.output)?;
     if args.remove_input {
@@ -108,7 +125,7 @@ pub fn run(args: &MergeArgs) -> Result<()> {
     }
     eprintln!(
         "wmhcct: merged {} profile(s) of {} rank(s) into {}",
-        files.len(),
+        profiles_read,
         job.ranks.len(),
         args.output.display()
     );

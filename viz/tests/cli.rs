@@ -619,9 +619,10 @@ fn convert_rejects_bad_input_with_one_line() {
 }
 
 #[test]
-fn convert_refuses_to_merge_different_profiles() {
+fn convert_merges_several_profiles_into_one_job() {
     let dir = tempfile::tempdir().unwrap();
-    let a = write_profile(dir.path(), "a.wmhcct", &sample(None));
+    let one = sample(None);
+    let a = write_profile(dir.path(), "a.wmhcct", &one);
     let mut pb = sample(None);
     pb.meta.pid = 7;
     let b = write_profile(dir.path(), "b.wmhcct", &pb);
@@ -633,9 +634,22 @@ fn convert_refuses_to_merge_different_profiles() {
         os("-o"),
         out.as_os_str(),
     ]);
-    let err = assert_one_line_error(&o, &b);
-    assert!(err.contains("merging"), "{err}");
-    assert!(!out.exists());
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let r = report_json(&out, &[]);
+    assert_eq!(r["ranks"], 2);
+    for t in &one.totals {
+        assert_eq!(r["totals"][&t.kind]["count"], 2 * t.count, "{}", t.kind);
+    }
+    let pids: Vec<u64> = r["ranks_detail"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| d["pid"].as_u64().unwrap())
+        .collect();
+    assert!(
+        pids.contains(&7) && pids.contains(&(one.meta.pid as u64)),
+        "{pids:?}"
+    );
 }
 
 // ------------------------------------------------------------- run
