@@ -291,10 +291,29 @@ fn merge_on_empty_or_garbage_directories() {
     std::fs::create_dir_all(&garbage).unwrap();
     let bad = garbage.join("rank-0.wmprof");
     std::fs::write(&bad, random_bytes(4096, 7)).unwrap();
-    fails_cleanly(
-        &["merge", &garbage.to_string_lossy(), "-o", &out_h5],
-        &bad,
-        &["not a", "bad magic"],
+    // A spill directory is merged from what can be read: each unreadable
+    // profile gets one warning naming it, then one error when none is left.
+    let out = run_cmd(
+        Command::new(bin())
+            .args(["merge", &garbage.to_string_lossy(), "-o", &out_h5])
+            .env("RUST_BACKTRACE", "1")
+            .env_remove("LD_PRELOAD"),
+        TIMEOUT,
+    );
+    let what = format!("wmhcct merge (garbage): {}", out.describe());
+    assert_ne!(out.code, 0, "{what}");
+    assert!(out.code < 128, "{what}");
+    assert_no_panic(&out.stderr, &what);
+    let lines: Vec<&str> = out.stderr.lines().collect();
+    assert_eq!(lines.len(), 2, "a warning and an error: {what}");
+    assert!(
+        lines[0].contains("rank-0.wmprof") && lines[0].contains("bad magic"),
+        "{what}"
+    );
+    assert!(lines[1].contains("no readable profiles"), "{what}");
+    figure(
+        "cli",
+        format!("wmhcct merge (garbage dir) -> {}", lines.join(" / ")),
     );
     assert!(!Path::new(&out_h5).exists(), "no report from nothing");
 }
