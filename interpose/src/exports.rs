@@ -18,7 +18,7 @@ fn record(kind: AllocKind, p: *mut c_void, size: usize) {
     }
 }
 
-#[no_mangle]
+#[cfg_attr(not(test), no_mangle)]
 pub extern "C" fn malloc(size: usize) -> *mut c_void {
     // SAFETY: glibc's malloc has no preconditions.
     let p = unsafe { real::__libc_malloc(size) };
@@ -26,7 +26,7 @@ pub extern "C" fn malloc(size: usize) -> *mut c_void {
     p
 }
 
-#[no_mangle]
+#[cfg_attr(not(test), no_mangle)]
 pub extern "C" fn calloc(n: usize, size: usize) -> *mut c_void {
     // SAFETY: glibc's calloc has no preconditions (it checks overflow).
     let p = unsafe { real::__libc_calloc(n, size) };
@@ -36,7 +36,7 @@ pub extern "C" fn calloc(n: usize, size: usize) -> *mut c_void {
 
 /// # Safety
 /// As for C `realloc`.
-#[no_mangle]
+#[cfg_attr(not(test), no_mangle)]
 pub unsafe extern "C" fn realloc(old: *mut c_void, size: usize) -> *mut c_void {
     // SAFETY (both calls): the caller passes NULL or a live block.
     match Guard::acquire() {
@@ -49,7 +49,7 @@ pub unsafe extern "C" fn realloc(old: *mut c_void, size: usize) -> *mut c_void {
 
 /// # Safety
 /// As for C `reallocarray`.
-#[no_mangle]
+#[cfg_attr(not(test), no_mangle)]
 pub unsafe extern "C" fn reallocarray(old: *mut c_void, n: usize, size: usize) -> *mut c_void {
     // SAFETY (both calls): the caller passes NULL or a live block.
     match Guard::acquire() {
@@ -67,7 +67,7 @@ pub unsafe extern "C" fn reallocarray(old: *mut c_void, n: usize, size: usize) -
 
 /// # Safety
 /// As for C `free`.
-#[no_mangle]
+#[cfg_attr(not(test), no_mangle)]
 pub unsafe extern "C" fn free(p: *mut c_void) {
     if let Some(g) = Guard::acquire() {
         let e = errno::get();
@@ -80,7 +80,7 @@ pub unsafe extern "C" fn free(p: *mut c_void) {
 
 /// # Safety
 /// As for C `posix_memalign`.
-#[no_mangle]
+#[cfg_attr(not(test), no_mangle)]
 pub unsafe extern "C" fn posix_memalign(out: *mut *mut c_void, align: usize, size: usize) -> c_int {
     // SAFETY: the caller passes a writable `out`.
     let rc = unsafe { real::posix_memalign(out, align, size) };
@@ -94,14 +94,14 @@ pub unsafe extern "C" fn posix_memalign(out: *mut *mut c_void, align: usize, siz
     rc
 }
 
-#[no_mangle]
+#[cfg_attr(not(test), no_mangle)]
 pub extern "C" fn aligned_alloc(align: usize, size: usize) -> *mut c_void {
     let p = real::aligned_alloc(align, size);
     record(AllocKind::AlignedAlloc, p, size);
     p
 }
 
-#[no_mangle]
+#[cfg_attr(not(test), no_mangle)]
 pub extern "C" fn memalign(align: usize, size: usize) -> *mut c_void {
     // SAFETY: glibc's memalign validates its arguments.
     let p = unsafe { real::__libc_memalign(align, size) };
@@ -109,7 +109,7 @@ pub extern "C" fn memalign(align: usize, size: usize) -> *mut c_void {
     p
 }
 
-#[no_mangle]
+#[cfg_attr(not(test), no_mangle)]
 pub extern "C" fn valloc(size: usize) -> *mut c_void {
     // SAFETY: glibc's valloc has no preconditions.
     let p = unsafe { real::__libc_valloc(size) };
@@ -117,7 +117,7 @@ pub extern "C" fn valloc(size: usize) -> *mut c_void {
     p
 }
 
-#[no_mangle]
+#[cfg_attr(not(test), no_mangle)]
 pub extern "C" fn pvalloc(size: usize) -> *mut c_void {
     // SAFETY: glibc's pvalloc has no preconditions.
     let p = unsafe { real::__libc_pvalloc(size) };
@@ -134,7 +134,7 @@ type DlcloseFn = unsafe extern "C" fn(*mut c_void) -> c_int;
 ///
 /// # Safety
 /// As for C `dlclose`.
-#[no_mangle]
+#[cfg_attr(not(test), no_mangle)]
 pub unsafe extern "C" fn dlclose(handle: *mut c_void) -> c_int {
     static REAL: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
     let mut f = REAL.load(std::sync::atomic::Ordering::Acquire);
@@ -183,15 +183,15 @@ macro_rules! c_type {
 macro_rules! fortran_names {
     ($lower:literal, $upper:literal, ($($p:ident),*), $imp:path) => {
         const _: () = {
-            #[export_name = concat!($lower, "_")]
+            #[cfg_attr(not(test), export_name = concat!($lower, "_"))]
             unsafe extern "C" fn f1($($p: usize,)* ierr: *mut c_int) { unsafe { $imp($($p,)* ierr) } }
-            #[export_name = concat!($lower, "__")]
+            #[cfg_attr(not(test), export_name = concat!($lower, "__"))]
             unsafe extern "C" fn f2($($p: usize,)* ierr: *mut c_int) { unsafe { $imp($($p,)* ierr) } }
-            #[export_name = $lower]
+            #[cfg_attr(not(test), export_name = $lower)]
             unsafe extern "C" fn f3($($p: usize,)* ierr: *mut c_int) { unsafe { $imp($($p,)* ierr) } }
-            #[export_name = $upper]
+            #[cfg_attr(not(test), export_name = $upper)]
             unsafe extern "C" fn f4($($p: usize,)* ierr: *mut c_int) { unsafe { $imp($($p,)* ierr) } }
-            #[export_name = concat!($lower, "_f08_")]
+            #[cfg_attr(not(test), export_name = concat!($lower, "_f08_"))]
             unsafe extern "C" fn f5($($p: usize,)* ierr: *mut c_int) { unsafe { $imp($($p,)* ierr) } }
         };
     };
@@ -221,7 +221,7 @@ macro_rules! mpi_wrappers {
 
                 /// # Safety
                 /// As for the MPI routine.
-                #[export_name = stringify!($c)]
+                #[cfg_attr(not(test), export_name = stringify!($c))]
                 pub unsafe extern "C" fn c_wrapper($($p: c_type!($t)),*) -> c_int {
                     let name = unsafe { std::ffi::CStr::from_bytes_with_nul_unchecked(concat!($pmpi, "\0").as_bytes()) };
                     let f = mpi::next_symbol(&REAL_C, name);
@@ -290,7 +290,7 @@ fn pmpi(cache: &std::sync::atomic::AtomicUsize, name: &std::ffi::CStr) -> usize 
 
 /// # Safety
 /// As for `MPI_Init`.
-#[no_mangle]
+#[cfg_attr(not(test), no_mangle)]
 pub unsafe extern "C" fn MPI_Init(argc: *mut c_int, argv: *mut c_void) -> c_int {
     let f = pmpi(&PMPI_INIT, c"PMPI_Init");
     // SAFETY: PMPI_Init(int*, char***).
@@ -307,7 +307,7 @@ pub unsafe extern "C" fn MPI_Init(argc: *mut c_int, argv: *mut c_void) -> c_int 
 
 /// # Safety
 /// As for `MPI_Init_thread`.
-#[no_mangle]
+#[cfg_attr(not(test), no_mangle)]
 pub unsafe extern "C" fn MPI_Init_thread(
     argc: *mut c_int,
     argv: *mut c_void,
@@ -328,7 +328,7 @@ pub unsafe extern "C" fn MPI_Init_thread(
     rc
 }
 
-#[no_mangle]
+#[cfg_attr(not(test), no_mangle)]
 pub extern "C" fn MPI_Finalize() -> c_int {
     mpi::before_finalize();
     let f = pmpi(&PMPI_FINALIZE, c"PMPI_Finalize");
@@ -338,7 +338,7 @@ pub extern "C" fn MPI_Finalize() -> c_int {
 
 /// # Safety
 /// As for `MPI_Abort`.
-#[no_mangle]
+#[cfg_attr(not(test), no_mangle)]
 pub unsafe extern "C" fn MPI_Abort(comm: usize, code: c_int) -> c_int {
     mpi::before_abort();
     let f = pmpi(&PMPI_ABORT, c"PMPI_Abort");

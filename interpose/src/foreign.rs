@@ -14,7 +14,7 @@ type UsableSizeFn = unsafe extern "C" fn(*mut c_void) -> usize;
 
 /// # Safety
 /// As for glibc's `malloc_usable_size`: `p` is NULL or a live block.
-#[no_mangle]
+#[cfg_attr(not(test), no_mangle)]
 pub unsafe extern "C" fn malloc_usable_size(p: *mut c_void) -> usize {
     static REAL: AtomicUsize = AtomicUsize::new(0);
     match crate::real::glibc_symbol(&REAL, c"malloc_usable_size") {

@@ -8,12 +8,18 @@ mod clock;
 pub mod config;
 mod diag;
 mod errno;
+// The unit-test binary exports no C symbol (it must not interpose its own
+// malloc), so the entry points are unused there.
+#[cfg_attr(test, allow(dead_code, non_snake_case))]
 pub mod exports;
+#[cfg_attr(test, allow(dead_code))]
 mod foreign;
 mod guard;
+#[cfg_attr(test, allow(dead_code))]
 mod lifecycle;
 mod lock;
 pub mod modules;
+#[cfg_attr(test, allow(dead_code))]
 mod mpi;
 mod mpi_table;
 pub mod output;

@@ -117,6 +117,8 @@ extern "C" fn at_exit() {
 
 // Run late in exit(): after the program's atexit handlers and the
 // destructors of objects loaded after us.
+// (Not in the unit-test binary, which does not interpose malloc.)
+#[cfg(not(test))]
 #[used]
 #[link_section = ".fini_array"]
 static FINI: extern "C" fn() = at_exit;

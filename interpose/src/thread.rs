@@ -90,9 +90,23 @@ impl ThreadState {
 
 /// Top of the calling thread's stack.
 fn stack_top() -> u64 {
-    // SAFETY: pthread_getattr_np fills an attr we destroy afterwards; it may
-    // allocate (main thread: reads /proc/self/maps), which the reentrancy
-    // guard, held by every caller, sends straight to glibc.
+    // SAFETY: getpid and gettid have no preconditions.
+    let main = unsafe { libc::getpid() == libc::gettid() };
+    if main {
+        // Not pthread_getattr_np: for the main thread it reads
+        // /proc/self/maps with fopen while holding the thread's lock, and
+        // that fopen's malloc lands here on the thread's first event: a
+        // self-deadlock. Read the maps ourselves (the tracer's own
+        // allocations go straight to glibc) and take the end of the mapping
+        // that holds the stack pointer.
+        let here = &main as *const bool as u64;
+        return std::fs::read("/proc/self/maps")
+            .ok()
+            .and_then(|maps| mapping_end(&maps, here))
+            .unwrap_or(0);
+    }
+    // SAFETY: pthread_getattr_np fills an attr we destroy afterwards; for a
+    // thread other than the main one it reads no file and does not allocate.
     unsafe {
         let mut attr: libc::pthread_attr_t = std::mem::zeroed();
         if libc::pthread_getattr_np(libc::pthread_self(), &mut attr) != 0 {
@@ -107,6 +121,18 @@ fn stack_top() -> u64 {
         }
         addr as u64 + size as u64
     }
+}
+
+/// The end of the mapping in `maps` (the text of /proc/self/maps) that
+/// contains `addr`.
+fn mapping_end(maps: &[u8], addr: u64) -> Option<u64> {
+    maps.split(|&b| b == b'\n').find_map(|line| {
+        let range = line.split(|&b| b == b' ').next()?;
+        let mut ends = range.split(|&b| b == b'-');
+        let hex = |s: &[u8]| u64::from_str_radix(std::str::from_utf8(s).ok()?, 16).ok();
+        let (start, end) = (hex(ends.next()?)?, hex(ends.next()?)?);
+        (start <= addr && addr < end).then_some(end)
+    })
 }
 
 /// The TLS slot: a plain pointer (no Rust TLS destructor: registering one
@@ -177,5 +203,35 @@ impl Slot {
     /// Forget the state (its owner, the key destructor, frees it).
     pub fn clear(&self) {
         self.0.set(std::ptr::null_mut());
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn finds_the_mapping_of_an_address() {
+        let maps = b"00400000-00452000 r-xp 00000000 08:02 173521 /usr/bin/x\n\
+7ffc0000a000-7ffc0002b000 rw-p 00000000 00:00 0 [stack]\n";
+        assert_eq!(mapping_end(maps, 0x7ffc_0001_0000), Some(0x7ffc0002b000));
+        assert_eq!(mapping_end(maps, 0x400000), Some(0x452000));
+        assert_eq!(mapping_end(maps, 0x452000), None);
+        assert_eq!(mapping_end(b"garbage\n", 1), None);
+    }
+
+    #[test]
+    fn the_stack_top_is_above_this_frame() {
+        let x = 0u64;
+        let here = &x as *const u64 as u64;
+        let top = stack_top();
+        assert!(top > here, "{top:#x} <= {here:#x}");
+        let t = std::thread::spawn(|| {
+            let y = 0u64;
+            (stack_top(), &y as *const u64 as u64)
+        })
+        .join()
+        .unwrap();
+        assert!(t.0 > t.1);
     }
 }
