@@ -52,6 +52,9 @@ pub struct Config {
     pub unwind: UnwindMode,
     pub max_depth: usize,
     pub exact: bool,
+    /// Heuristic modes: check reused frames' return addresses on the stack
+    /// (`WMHCCT_CHECK_REUSED`); off: the published heuristic.
+    pub check_reused: bool,
     /// Full unwind every this many events per thread (0: never).
     pub reseed_every: u64,
     /// Full unwind when the thread was idle longer than this (0: never).
@@ -89,6 +92,7 @@ impl Default for Config {
             unwind: DEFAULT_UNWIND,
             max_depth: DEFAULT_MAX_DEPTH,
             exact: false,
+            check_reused: true,
             reseed_every: DEFAULT_RESEED,
             reseed_gap_ns: DEFAULT_RESEED_GAP_US * 1000,
             validate: DEFAULT_VALIDATE,
@@ -225,6 +229,13 @@ impl Config {
                 _ => w.push(bad("WMHCCT_EXACT", &v, "0 or 1 (default 0)")),
             }
         }
+        if let Some(v) = get("WMHCCT_CHECK_REUSED") {
+            match v.trim() {
+                "1" | "true" | "yes" => c.check_reused = true,
+                "0" | "false" | "no" => c.check_reused = false,
+                _ => w.push(bad("WMHCCT_CHECK_REUSED", &v, "0 or 1 (default 1)")),
+            }
+        }
         if let Some(v) = get("WMHCCT_RESEED") {
             if let Some(x) = parse_u64_in(
                 "WMHCCT_RESEED",
@@ -355,6 +366,7 @@ mod tests {
             ("WMHCCT_RANK_SERIES", "99999999"),
             ("WMHCCT_EVENT_SAMPLES", "1e4"),
             ("WMHCCT_EXACT", ""),
+            ("WMHCCT_CHECK_REUSED", "2"),
             ("WMHCCT_BIN", ""),
             ("WMHCCT_BIN", "/nonexistent/wmhcct"),
             ("WMHCCT_SPILL_DIR", ""),

@@ -44,7 +44,7 @@ impl ThreadState {
                 reseed_every: cfg.reseed_every,
                 reseed_gap_ns: cfg.reseed_gap_ns,
                 max_depth: cfg.max_depth,
-                check_reused: true,
+                check_reused: cfg.check_reused,
             },
         );
         ThreadState {

@@ -151,3 +151,45 @@ fn second_match_is_accurate_and_its_reported_accuracy_matches_an_exact_check() {
         );
     }
 }
+
+/// The published heuristic (`WMHCCT_CHECK_REUSED=0`): first match takes the
+/// paper's false positives and is less accurate than second match; the
+/// default check removes them.
+#[test]
+fn without_the_reused_frame_check_first_match_is_less_accurate() {
+    let dir = WorkDir::new("heuristic-paper");
+    let exe = compile("deep_stack.c", &dir.path, Opt::Release, &[]);
+    let run = |name: &str, mode: &str, check: &str| {
+        traced(
+            &dir,
+            &exe,
+            name,
+            &[
+                ("WMHCCT_UNWIND", mode),
+                ("WMHCCT_VALIDATE", VALIDATE),
+                ("WMHCCT_CHECK_REUSED", check),
+            ],
+        )
+    };
+    let first = run("first-paper", "first", "0");
+    let second = run("second-paper", "second", "0");
+    let checked = run("first-checked", "first", "1");
+    eprintln!(
+        "accuracy without the check: first {:.4}, second {:.4}; first with it {:.4}",
+        first.accuracy, second.accuracy, checked.accuracy
+    );
+    assert!(first.validated >= 1000 && second.validated >= 1000);
+    assert!(
+        first.accuracy < second.accuracy,
+        "published heuristic: first {} should be below second {}",
+        first.accuracy,
+        second.accuracy
+    );
+    assert!(second.accuracy >= 0.99, "second {}", second.accuracy);
+    assert!(
+        checked.accuracy > first.accuracy,
+        "the check should repair first match: {} vs {}",
+        checked.accuracy,
+        first.accuracy
+    );
+}
