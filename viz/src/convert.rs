@@ -40,6 +40,10 @@ pub fn write_report(profile: &Profile, out: &Path) -> Result<()> {
         let _ = std::fs::remove_file(&tmp);
         return Err(e).with_context(|| out.display().to_string());
     }
+    if let Err(e) = crate::seal::seal(&tmp) {
+        let _ = std::fs::remove_file(&tmp);
+        return Err(e).with_context(|| out.display().to_string());
+    }
     if let Err(e) = std::fs::rename(&tmp, out) {
         let _ = std::fs::remove_file(&tmp);
         return Err(e).with_context(|| out.display().to_string());

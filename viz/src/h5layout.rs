@@ -507,6 +507,8 @@ pub(crate) fn get_rows<T: H5Type>(g: &Group, name: &str) -> Result<Vec<T>> {
 /// Read a report back into a profile and its symbol table.
 pub fn read(path: &Path) -> Result<(Profile, Symbols)> {
     no_file_locking();
+    // A damaged report must never reach libhdf5 (it can crash on one).
+    crate::seal::check(path)?;
     let f =
         File::open(path).map_err(|e| ReportError::Corrupt(format!("cannot open as HDF5: {e}")))?;
     if !f

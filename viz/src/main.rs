@@ -24,6 +24,7 @@ mod report;
 mod report_json;
 mod report_text;
 mod run;
+mod seal;
 mod slurm;
 mod stacks;
 mod symbolize;

@@ -202,14 +202,11 @@ fn setup() -> (tempfile::TempDir, PathBuf, Vec<u8>) {
 }
 
 /// Damaged reports. Rust-side failures (panic, a message of more than one
-/// line or not naming the file) fail the test. A crash by signal or a hang
-/// is counted and printed instead: both happen inside Debian's libhdf5 1.10
-/// (`H5HG_read`, reading a variable-length string through a corrupted
-/// global-heap reference: a segfault, or an endless loop in `H5C_protect`),
-/// which wmhcct cannot intercept; the README lists it under "Guarantees
-/// and limits". The test fails if such failures become the common outcome
-/// (more than a quarter of the runs), or if one shows up for a damage the
-/// reader must always detect: truncation.
+/// line or not naming the file) fail the test, and so does any crash by
+/// signal or hang: reports carry a checksum seal (viz/src/seal.rs) checked
+/// before libhdf5 opens them, because Debian's libhdf5 1.10 segfaults or
+/// loops on some damaged files (`H5HG_read` through a corrupted global-heap
+/// reference), which wmhcct could not intercept once HDF5 has the file.
 #[test]
 fn mutated_reports_never_crash_the_reader() {
     let (dir, h5, original) = setup();
@@ -302,11 +299,7 @@ fn mutated_reports_never_crash_the_reader() {
     for ((kind, verdict), n) in &tally {
         eprintln!("[reliability] fuzz_reader:   {kind}: {verdict}: {n}");
     }
-    assert!(
-        crashes * 4 <= cases * 2,
-        "{crashes} crashes or hangs in {} runs",
-        cases * 2
-    );
+    assert_eq!(crashes, 0, "crashes or hangs in {} runs", cases * 2);
 }
 
 #[test]
