@@ -15,38 +15,8 @@
 #include <time.h>
 
 #define DEPTH 10
-#define CODES (1u << DEPTH)
-
-static volatile int sink;
-
-__attribute__((noinline)) void leaf(unsigned code) {
-    char *p = malloc(16 + 8 * (code % 128));
-    p[0] = (char)code;
-    sink += p[0];
-    free(p);
-}
-
-__attribute__((noinline)) void s1(int d, unsigned code, unsigned path);
-
-__attribute__((noinline)) void s0(int d, unsigned code, unsigned path) {
-    if (d == 0)
-        leaf(code);
-    else if (path & 1)
-        s1(d - 1, code, path >> 1);
-    else
-        s0(d - 1, code, path >> 1);
-    sink++;
-}
-
-__attribute__((noinline)) void s1(int d, unsigned code, unsigned path) {
-    if (d == 0)
-        leaf(code);
-    else if (path & 1)
-        s1(d - 1, code, path >> 1);
-    else
-        s0(d - 1, code, path >> 1);
-    sink++;
-}
+#define LEAF_SIZES 128
+#include "../tests/programs/zipf_paths.h"
 
 static long status_kib(const char *key) {
     FILE *f = fopen("/proc/self/status", "r");
@@ -68,39 +38,13 @@ static long long now_ns(void) {
     return ts.tv_sec * 1000000000LL + ts.tv_nsec;
 }
 
-static unsigned long long state;
-
-static double uniform(void) {
-    unsigned long long z = (state += 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    z ^= z >> 31;
-    return (z >> 11) * (1.0 / 9007199254740992.0);
-}
-
 int main(int argc, char **argv) {
     MPI_Init(&argc, &argv);
     int rank, size;
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
     long events = argc > 1 ? atol(argv[1]) : 20000;
-    static double cdf[CODES];
-    double acc = 0;
-    for (unsigned i = 0; i < CODES; i++) cdf[i] = acc += 1.0 / (i + 1);
-    state = 777 + rank;
-    for (long e = 0; e < events; e++) {
-        double u = uniform() * acc;
-        unsigned lo = 0, hi = CODES - 1;
-        while (lo < hi) {
-            unsigned mid = (lo + hi) / 2;
-            if (cdf[mid] < u)
-                lo = mid + 1;
-            else
-                hi = mid;
-        }
-        unsigned code = (lo + 13u * rank) % CODES;
-        s0(DEPTH, code, code);
-    }
+    run_zipf_paths(events, 777 + rank, 13u * rank);
     MPI_Barrier(MPI_COMM_WORLD);
     long hwm0 = status_kib("VmHWM"), rss0 = status_kib("VmRSS");
     long long t0 = now_ns();

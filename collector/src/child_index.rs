@@ -32,8 +32,9 @@ pub struct ChildIndex {
 
 fn hash(parent: u32, key: u64, item: bool) -> u64 {
     let x = key ^ ((parent as u64) << 32 | (parent as u64)).rotate_left(17) ^ item as u64;
-    // Fibonacci hashing; the high bits are well mixed.
-    x.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ (x >> 29)
+    // Fibonacci hashing: the slot is taken from the high bits, which every
+    // bit of `x` reaches.
+    x.wrapping_mul(0x9E37_79B9_7F4A_7C15)
 }
 
 impl ChildIndex {
