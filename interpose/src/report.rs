@@ -124,7 +124,7 @@ pub fn build(t: &Tracer, core: &Core, reason: &str) -> Profile {
         tracer: TracerStats {
             collector_bytes: core.collector.memory_bytes(),
             ptr_table_peak: core.collector.ptr_table_peak(),
-            untraced_events: 0,
+            untraced_events: core.collector.untraced_events() + core.mpi.untraced_events(),
         },
         trees: vec![tree, mpi_tree],
         ranks: Vec::new(),
