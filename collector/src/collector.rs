@@ -109,14 +109,25 @@ impl Collector {
 
     /// Count a call in totals only (e.g. `free(NULL)`, a failed allocation).
     pub fn count_call(&mut self, kind: u16, bytes: u64) {
+        self.add_totals(kind, 1, bytes);
+    }
+
+    fn add_totals(&mut self, kind: u16, n: u64, bytes: u64) {
         let k = kind as usize;
         if k >= self.totals.len() {
             self.totals.resize(k + 1, (0, 0));
         }
         if let Some(t) = self.totals.get_mut(k) {
-            t.0 = t.0.saturating_add(1);
+            t.0 = t.0.saturating_add(n);
             t.1 = t.1.saturating_add(bytes);
         }
+    }
+
+    /// Count `n` calls moving `bytes` in all, in totals only (calls whose
+    /// context and blocks are not known).
+    pub fn count_calls(&mut self, kind: u16, n: u64, bytes: u64) {
+        self.add_totals(kind, n, bytes);
+        self.untraced = self.untraced.saturating_add(n);
     }
 
     /// An allocation-type event in context `frames` (return addresses, leaf

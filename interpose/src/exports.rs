@@ -6,16 +6,36 @@ use std::ffi::{c_int, c_void};
 
 use wmhcct_format::AllocKind;
 
-use crate::guard::Guard;
+use crate::deferred::{self, Op};
+use crate::guard::{self, Guard};
 use crate::{errno, mpi, real, tracer};
 
 #[inline(always)]
 fn record(kind: AllocKind, p: *mut c_void, size: usize) {
-    if let Some(g) = Guard::acquire() {
-        let e = errno::get();
-        tracer::on_alloc(&g, kind, p, size);
-        errno::set(e);
+    match Guard::acquire_event() {
+        Some(g) => {
+            let e = errno::get();
+            tracer::on_alloc(&g, kind, p, size);
+            drop(g);
+            errno::set(e);
+        }
+        None => deferred::interrupted(Op::Alloc {
+            kind: kind as u16,
+            ptr: p as u64,
+            size: size as u64,
+        }),
     }
+}
+
+/// A realloc-type call made while the thread is inside the tracer.
+fn realloc_inside(kind: AllocKind, old: *mut c_void, size: usize, new: *mut c_void) -> *mut c_void {
+    deferred::interrupted(Op::Realloc {
+        kind: kind as u16,
+        old: old as u64,
+        new: new as u64,
+        size: size as u64,
+    });
+    new
 }
 
 #[cfg_attr(not(test), no_mangle)]
@@ -39,11 +59,13 @@ pub extern "C" fn calloc(n: usize, size: usize) -> *mut c_void {
 #[cfg_attr(not(test), no_mangle)]
 pub unsafe extern "C" fn realloc(old: *mut c_void, size: usize) -> *mut c_void {
     // SAFETY (both calls): the caller passes NULL or a live block.
-    match Guard::acquire() {
+    match Guard::acquire_event() {
         Some(g) => tracer::on_realloc(&g, AllocKind::Realloc, old, size, || unsafe {
             real::__libc_realloc(old, size)
         }),
-        None => unsafe { real::__libc_realloc(old, size) },
+        None => realloc_inside(AllocKind::Realloc, old, size, unsafe {
+            real::__libc_realloc(old, size)
+        }),
     }
 }
 
@@ -52,16 +74,15 @@ pub unsafe extern "C" fn realloc(old: *mut c_void, size: usize) -> *mut c_void {
 #[cfg_attr(not(test), no_mangle)]
 pub unsafe extern "C" fn reallocarray(old: *mut c_void, n: usize, size: usize) -> *mut c_void {
     // SAFETY (both calls): the caller passes NULL or a live block.
-    match Guard::acquire() {
-        Some(g) => tracer::on_realloc(
-            &g,
-            AllocKind::Reallocarray,
-            old,
-            // On overflow glibc fails and keeps `old`: never "size 0".
-            n.saturating_mul(size),
-            || unsafe { real::reallocarray(old, n, size) },
-        ),
-        None => unsafe { real::reallocarray(old, n, size) },
+    // On overflow glibc fails and keeps `old`: never "size 0".
+    let bytes = n.saturating_mul(size);
+    // glibc's reallocarray calls realloc through the PLT, i.e. ours: hidden,
+    // so the one call is recorded once.
+    // SAFETY: the caller passes NULL or a live block.
+    let call = || guard::hidden(|| unsafe { real::reallocarray(old, n, size) });
+    match Guard::acquire_event() {
+        Some(g) => tracer::on_realloc(&g, AllocKind::Reallocarray, old, bytes, call),
+        None => realloc_inside(AllocKind::Reallocarray, old, bytes, call()),
     }
 }
 
@@ -69,10 +90,17 @@ pub unsafe extern "C" fn reallocarray(old: *mut c_void, n: usize, size: usize) -
 /// As for C `free`.
 #[cfg_attr(not(test), no_mangle)]
 pub unsafe extern "C" fn free(p: *mut c_void) {
-    if let Some(g) = Guard::acquire() {
-        let e = errno::get();
-        tracer::on_free(&g, p);
-        errno::set(e);
+    match Guard::acquire_event() {
+        Some(g) => {
+            let e = errno::get();
+            tracer::on_free(&g, p);
+            drop(g);
+            errno::set(e);
+        }
+        None => deferred::interrupted(Op::Free {
+            kind: AllocKind::Free as u16,
+            ptr: p as u64,
+        }),
     }
     // SAFETY: the caller passes NULL or a live block.
     unsafe { real::__libc_free(p) }

@@ -1,12 +1,29 @@
 //! The reentrancy guard: while a thread is inside the tracer, allocator calls
 //! it makes (directly or through libc) go straight to glibc, untraced.
+//!
+//! A thread is inside in one of two ways. Recording a program's event
+//! ([`Guard::acquire_event`]) runs only the tracer's own code, whose
+//! allocations never reach the exported functions; the few calls into
+//! libraries that may allocate through them (the loader, pthread keys,
+//! start-up) run [`hidden`]. So an allocator call that arrives
+//! while a thread is recording an event comes from a signal handler that
+//! interrupted it: it is the program's, and is queued (`deferred.rs`) and
+//! recorded when the thread leaves. Any other tracer work
+//! ([`Guard::acquire`]: MPI internals of `MPI_Alloc_mem`, the report,
+//! symbol lookups) hides every allocator call made meanwhile.
 
 use std::cell::Cell;
+
+const OUTSIDE: u8 = 0;
+/// Recording an event of the program.
+const EVENT: u8 = 1;
+/// Any other tracer work, or a library call made while recording an event.
+const HIDDEN: u8 = 2;
 
 thread_local! {
     // `const` initialisation and no destructor: a plain TLS slot, usable at
     // any time, including during thread start-up and teardown.
-    static INSIDE: Cell<bool> = const { Cell::new(false) };
+    static INSIDE: Cell<u8> = const { Cell::new(OUTSIDE) };
 }
 
 /// Proof that the current thread is inside the tracer. Dropping it leaves.
@@ -14,32 +31,64 @@ pub struct Guard {
     _not_send: std::marker::PhantomData<*const ()>,
 }
 
+#[inline(always)]
+fn enter(state: u8) -> Option<Guard> {
+    INSIDE
+        .try_with(|inside| {
+            if inside.get() != OUTSIDE {
+                None
+            } else {
+                inside.set(state);
+                Some(Guard {
+                    _not_send: std::marker::PhantomData,
+                })
+            }
+        })
+        .ok()
+        .flatten()
+}
+
 impl Guard {
-    /// Enter the tracer, or `None` if this thread is already inside it.
+    /// Enter the tracer for its own work (allocator calls meanwhile are
+    /// hidden), or `None` if this thread is already inside it.
     #[inline(always)]
     pub fn acquire() -> Option<Guard> {
-        INSIDE
-            .try_with(|inside| {
-                if inside.get() {
-                    None
-                } else {
-                    inside.set(true);
-                    Some(Guard {
-                        _not_send: std::marker::PhantomData,
-                    })
-                }
-            })
-            .ok()
-            .flatten()
+        enter(HIDDEN)
     }
+
+    /// Enter the tracer to record one of the program's events, or `None` if
+    /// this thread is already inside it.
+    #[inline(always)]
+    pub fn acquire_event() -> Option<Guard> {
+        enter(EVENT)
+    }
+}
+
+/// Run `f` (a call into a library that may allocate) with the thread's
+/// allocator calls hidden, whatever the thread was doing.
+#[inline]
+pub fn hidden<R>(f: impl FnOnce() -> R) -> R {
+    let before = INSIDE.try_with(|i| i.replace(HIDDEN)).unwrap_or(HIDDEN);
+    let r = f();
+    let _ = INSIDE.try_with(|i| i.set(before));
+    r
+}
+
+/// Whether the thread is recording a program's event: an allocator call
+/// arriving now was made by a signal handler that interrupted it.
+#[inline]
+pub fn interrupted_event() -> bool {
+    INSIDE.try_with(|i| i.get() == EVENT).unwrap_or(false)
 }
 
 impl Drop for Guard {
     #[inline(always)]
     fn drop(&mut self) {
-        let _ = INSIDE.try_with(|inside| inside.set(false));
+        let _ = INSIDE.try_with(|inside| inside.set(OUTSIDE));
         // A SIGTERM that arrived while a thread was inside the tracer.
         crate::signals::after_guard();
+        // Allocator calls of a signal handler that interrupted the tracer.
+        crate::deferred::after_guard();
     }
 }
 
@@ -51,7 +100,23 @@ mod tests {
     fn nested_acquire_fails_until_released() {
         let g = Guard::acquire().expect("first acquire");
         assert!(Guard::acquire().is_none());
+        assert!(Guard::acquire_event().is_none());
         drop(g);
         assert!(Guard::acquire().is_some());
+    }
+
+    #[test]
+    fn only_event_recording_is_interruptible() {
+        assert!(!interrupted_event());
+        let g = Guard::acquire_event().expect("event");
+        assert!(interrupted_event());
+        let inner = hidden(interrupted_event);
+        assert!(!inner, "hidden library call");
+        assert!(interrupted_event(), "restored after hide");
+        drop(g);
+        assert!(!interrupted_event());
+        let h = Guard::acquire().expect("hidden");
+        assert!(!interrupted_event());
+        drop(h);
     }
 }

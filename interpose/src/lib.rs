@@ -6,6 +6,7 @@
 
 mod clock;
 pub mod config;
+mod deferred;
 mod diag;
 mod errno;
 // The unit-test binary exports no C symbol (it must not interpose its own

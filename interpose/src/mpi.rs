@@ -209,7 +209,7 @@ pub fn event(
         0
     };
     if kind == KIND_FREE_MEM {
-        if let Some(g) = Guard::acquire() {
+        if let Some(g) = Guard::acquire_event() {
             // SAFETY: C passes the block, Fortran a reference to it: either
             // way the argument is the block's address.
             crate::tracer::on_free_kind(
@@ -230,7 +230,7 @@ pub fn event(
         call()
     };
     let e = crate::errno::get();
-    if let Some(g) = Guard::acquire() {
+    if let Some(g) = Guard::acquire_event() {
         crate::tracer::on_mpi(&g, kind, b);
         if kind == KIND_ALLOC_MEM && rc == 0 && base != 0 {
             // SAFETY: on success MPI stored the block's address at `base`.

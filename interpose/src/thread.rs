@@ -187,12 +187,17 @@ impl Slot {
     pub fn get(&self, cfg: &Config) -> &mut ThreadState {
         let mut p = self.0.get();
         if p.is_null() {
-            p = Box::into_raw(Box::new(ThreadState::new(cfg)));
+            // pthread_getattr_np, pthread_key_create and pthread_setspecific
+            // allocate through the exported functions: hidden.
+            p = crate::guard::hidden(|| {
+                let p = Box::into_raw(Box::new(ThreadState::new(cfg)));
+                if let Some(k) = key() {
+                    // SAFETY: a valid key; the value is our own pointer.
+                    unsafe { libc::pthread_setspecific(k, p.cast()) };
+                }
+                p
+            });
             self.0.set(p);
-            if let Some(k) = key() {
-                // SAFETY: a valid key; the value is our own pointer.
-                unsafe { libc::pthread_setspecific(k, p.cast()) };
-            }
         }
         // SAFETY: the pointer is this thread's own live state (set above or
         // earlier on this thread, cleared before it is freed) and the

@@ -12,6 +12,7 @@ use wmhcct_format::{AllocKind, ALLOC_KINDS, MPI_KINDS};
 use wmhcct_unwinder::{Modules, Regs, Stop, UnwindStats};
 
 use crate::config::{Config, UnwindMode};
+use crate::deferred::Op;
 use crate::guard::Guard;
 use crate::lock::{SpinMutex, SpinRwLock};
 use crate::modules;
@@ -95,6 +96,7 @@ fn now_unix_ns() -> u64 {
 /// The tracer, initialised on first use. `None` when tracing is off
 /// (finished, disabled, or another thread is initialising).
 pub fn get(_g: &Guard) -> Option<&'static Tracer> {
+    // Start-up calls into libc and the loader: hidden (see `guard.rs`).
     loop {
         match STATE.load(Ordering::Acquire) {
             READY => {
@@ -106,10 +108,13 @@ pub fn get(_g: &Guard) -> Option<&'static Tracer> {
                     .compare_exchange(UNINIT, INITIALISING, Ordering::AcqRel, Ordering::Acquire)
                     .is_ok()
                 {
-                    let t = Box::leak(Box::new(init()));
-                    TRACER.store(t, Ordering::Release);
-                    STATE.store(READY, Ordering::Release);
-                    crate::lifecycle::after_init();
+                    let t = crate::guard::hidden(|| {
+                        let t = Box::leak(Box::new(init()));
+                        TRACER.store(t, Ordering::Release);
+                        STATE.store(READY, Ordering::Release);
+                        crate::lifecycle::after_init();
+                        t
+                    });
                     return Some(t);
                 }
             }
@@ -201,7 +206,7 @@ pub fn refresh_modules(t: &Tracer) -> bool {
     if t.core.lock().generation == gen {
         return false;
     }
-    let loaded = modules::scan();
+    let loaded = crate::guard::hidden(modules::scan);
     let mut table = Modules::new();
     let mut fresh = Vec::new();
     for m in loaded {
@@ -369,7 +374,7 @@ pub fn on_mpi(g: &Guard, kind: usize, bytes: u64) {
 #[allow(clippy::too_many_arguments)]
 fn record_realloc(
     collector: &mut Collector,
-    kind: AllocKind,
+    kind: u16,
     old: *mut c_void,
     size: usize,
     new: *mut c_void,
@@ -381,7 +386,7 @@ fn record_realloc(
             // glibc's realloc(p, 0) frees p and returns NULL.
             collector.release(old as u64, now);
         }
-        collector.count_call(kind as u16, 0);
+        collector.count_call(kind, 0);
         return;
     }
     if !old.is_null() {
@@ -390,14 +395,14 @@ fn record_realloc(
     match stack {
         Some((cursor, frames, unchanged)) => collector.on_alloc(
             cursor,
-            kind as u16,
+            kind,
             frames,
             unchanged,
             new as u64,
             size as u64,
             now,
         ),
-        None => collector.on_alloc_untraced(kind as u16, new as u64, size as u64, now),
+        None => collector.on_alloc_untraced(kind, new as u64, size as u64, now),
     }
 }
 
@@ -425,7 +430,7 @@ pub fn on_realloc(
             let frames: &[u64] = &ts.frames;
             record_realloc(
                 &mut core.collector,
-                kind,
+                kind as u16,
                 old,
                 size,
                 result,
@@ -439,10 +444,58 @@ pub fn on_realloc(
         let mut core = t.core.lock();
         result = c();
         let errno = crate::errno::get();
-        record_realloc(&mut core.collector, kind, old, size, result, None, now);
+        record_realloc(
+            &mut core.collector,
+            kind as u16,
+            old,
+            size,
+            result,
+            None,
+            now,
+        );
         crate::errno::set(errno);
     }
     result
+}
+
+/// Record the allocator calls a signal handler made while this thread was
+/// recording an event (`deferred.rs`): no stack, exact totals and heap.
+pub fn on_deferred(g: &Guard) {
+    let Some(t) = running() else {
+        // The report was taken: like any later call, not recorded.
+        crate::deferred::take(&mut |_| {}, &mut |_, _, _| {});
+        return;
+    };
+    let _ = g;
+    let now = now_mono_ns().saturating_sub(t.start_mono_ns);
+    crate::deferred::take(
+        &mut |op| {
+            let mut core = t.core.lock();
+            let c = &mut core.collector;
+            match op {
+                Op::Alloc { kind, ptr: 0, .. } => c.count_call(kind, 0),
+                Op::Alloc { kind, ptr, size } => c.on_alloc_untraced(kind, ptr, size, now),
+                Op::Free { kind, ptr } => {
+                    c.on_free(kind, ptr, now);
+                }
+                Op::Realloc {
+                    kind,
+                    old,
+                    new,
+                    size,
+                } => record_realloc(
+                    c,
+                    kind,
+                    old as *mut c_void,
+                    size as usize,
+                    new as *mut c_void,
+                    None,
+                    now,
+                ),
+            }
+        },
+        &mut |kind, n, bytes| t.core.lock().collector.count_calls(kind, n, bytes),
+    );
 }
 
 /// A thread is exiting: fold its leftovers into the process state.

@@ -285,46 +285,42 @@ fn sigalrm(mode: &str, n: u64) {
     let r = report_json(&h5);
     let main = context_with(&r, "malloc", "rel_main_loop");
     assert_eq!(u64_of(&main["count"]), n, "the main loop, exactly: {main}");
-    let extra =
-        total_count(&r, "malloc") - total_count(&r, "malloc").min(total_count(&r0, "malloc") + n);
+    let extra = total_count(&r, "malloc").saturating_sub(total_count(&r0, "malloc") + n);
+    let deferred = u64_of(&r["tracer"]["untraced_events"]);
     figure(
         &t,
         format!(
-            "{n} main-loop mallocs, {ticks} SIGALRM ticks, {handler} handler mallocs of which {extra} traced \
-             ({} passed to glibc untraced because they interrupted the tracer); {:.2} s traced, {:.2} s native",
-            handler.saturating_sub(extra),
+            "{n} main-loop mallocs, {ticks} SIGALRM ticks, {handler} handler mallocs, {extra} of them counted \
+             ({} made while the handler interrupted the tracer, recorded when it returned); \
+             {:.2} s traced, {:.2} s native",
+            deferred,
             out.elapsed.as_secs_f64(),
             native.elapsed.as_secs_f64()
         ),
     );
     assert!(ticks > 0, "the timer ran: {}", out.stderr);
-    if mode == "quiet" {
-        assert_eq!(handler, 0);
-        assert_eq!(
-            total_count(&r, "malloc") - total_count(&r0, "malloc"),
-            n,
-            "totals exact: {}",
-            alloc_totals(&r)
-        );
-        assert_eq!(
-            total_count(&r, "free") - total_count(&r0, "free"),
-            n,
-            "totals exact: {}",
-            alloc_totals(&r)
-        );
-    } else {
+    if mode == "alloc" {
         assert!(handler > 0, "the handler allocated: {}", out.stderr);
-        assert!(extra <= handler, "{extra} > {handler}");
-        // The handler frees what it allocates within the same call, so
-        // nothing is mistaken for a leak or an unknown free.
-        assert_eq!(u64_of(&r["heap"]["unknown_frees"]), 0, "{}", r["heap"]);
-        assert_eq!(
-            total_count(&r, "free") - total_count(&r0, "free"),
-            n + extra,
-            "{}",
-            alloc_totals(&r)
-        );
+        // Handlers that land inside the tracer (most do: it is where the
+        // main loop spends its time) are queued and recorded on the way out.
+        assert!(deferred > 0, "no handler call interrupted the tracer");
     }
+    // Nothing lost: every call of main and of the handler, exactly.
+    assert_eq!(
+        total_count(&r, "malloc") - total_count(&r0, "malloc"),
+        n + handler,
+        "malloc totals exact: {}",
+        alloc_totals(&r)
+    );
+    assert_eq!(
+        total_count(&r, "free") - total_count(&r0, "free"),
+        n + handler,
+        "free totals exact: {}",
+        alloc_totals(&r)
+    );
+    // The handler frees what it allocates within the same call: no block is
+    // mistaken for a leak or an unknown free.
+    assert_eq!(u64_of(&r["heap"]["unknown_frees"]), 0, "{}", r["heap"]);
 }
 
 #[test]
