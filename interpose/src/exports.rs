@@ -12,10 +12,12 @@ use crate::{errno, mpi, real, tracer};
 
 #[inline(always)]
 fn record(kind: AllocKind, p: *mut c_void, size: usize) {
+    // Inlined into each export: unwinding starts at the export's frame.
+    let at = tracer::current_regs();
     match Guard::acquire_event() {
         Some(g) => {
             let e = errno::get();
-            tracer::on_alloc(&g, kind, p, size);
+            tracer::on_alloc(&g, at, kind, p, size);
             drop(g);
             errno::set(e);
         }
@@ -59,8 +61,9 @@ pub extern "C" fn calloc(n: usize, size: usize) -> *mut c_void {
 #[cfg_attr(not(test), no_mangle)]
 pub unsafe extern "C" fn realloc(old: *mut c_void, size: usize) -> *mut c_void {
     // SAFETY (both calls): the caller passes NULL or a live block.
+    let at = tracer::current_regs();
     match Guard::acquire_event() {
-        Some(g) => tracer::on_realloc(&g, AllocKind::Realloc, old, size, || unsafe {
+        Some(g) => tracer::on_realloc(&g, at, AllocKind::Realloc, old, size, || unsafe {
             real::__libc_realloc(old, size)
         }),
         None => realloc_inside(AllocKind::Realloc, old, size, unsafe {
@@ -80,8 +83,9 @@ pub unsafe extern "C" fn reallocarray(old: *mut c_void, n: usize, size: usize) -
     // so the one call is recorded once.
     // SAFETY: the caller passes NULL or a live block.
     let call = || guard::hidden(|| unsafe { real::reallocarray(old, n, size) });
+    let at = tracer::current_regs();
     match Guard::acquire_event() {
-        Some(g) => tracer::on_realloc(&g, AllocKind::Reallocarray, old, bytes, call),
+        Some(g) => tracer::on_realloc(&g, at, AllocKind::Reallocarray, old, bytes, call),
         None => realloc_inside(AllocKind::Reallocarray, old, bytes, call()),
     }
 }

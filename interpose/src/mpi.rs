@@ -237,6 +237,7 @@ pub fn event(
             let block = unsafe { *(base as *const usize) };
             crate::tracer::on_alloc(
                 &g,
+                crate::tracer::current_regs(),
                 wmhcct_format::AllocKind::MpiAllocMem,
                 block as *mut c_void,
                 b as usize,

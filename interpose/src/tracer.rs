@@ -224,8 +224,11 @@ pub fn refresh_modules(t: &Tracer) -> bool {
     true
 }
 
+/// The registers here: called at the top of an exported function, they
+/// name the frame the program called, so unwinding starts right there,
+/// without stepping through the tracer's own frames.
 #[inline(always)]
-fn current_regs() -> Regs {
+pub fn current_regs() -> Regs {
     let (pc, sp, bp): (u64, u64, u64);
     // SAFETY: reads rip, rsp and rbp into registers; touches no memory.
     unsafe {
@@ -245,13 +248,12 @@ fn current_regs() -> Regs {
 /// Capture the calling thread's stack into `ts.frames`. Returns the number
 /// of root-side frames unchanged since the thread's previous event.
 #[inline(never)]
-fn capture(t: &Tracer, ts: &mut ThreadState, now: u64) -> usize {
+fn capture(t: &Tracer, ts: &mut ThreadState, now: u64, regs: Regs) -> usize {
     ts.frames.clear();
     if t.config.unwind == UnwindMode::None {
         return 0;
     }
     let validate = t.config.validate > 0.0 && ts.random() < t.config.validate;
-    let regs = current_regs();
     let lo = regs.sp;
     let hi = ts.stack_hi;
     let mut read = |addr: u64| -> Result<u64, ()> {
@@ -290,7 +292,8 @@ fn with_thread<R>(t: &Tracer, f: impl FnOnce(&mut ThreadState) -> R) -> Option<R
 }
 
 /// An allocation that returned `ptr` (NULL: failed) for `size` bytes.
-pub fn on_alloc(g: &Guard, kind: AllocKind, ptr: *mut c_void, size: usize) {
+/// `at`: [`current_regs`] in the exported function the program called.
+pub fn on_alloc(g: &Guard, at: Regs, kind: AllocKind, ptr: *mut c_void, size: usize) {
     let Some(t) = get(g) else { return };
     let now = now_mono_ns().saturating_sub(t.start_mono_ns);
     if ptr.is_null() {
@@ -298,7 +301,7 @@ pub fn on_alloc(g: &Guard, kind: AllocKind, ptr: *mut c_void, size: usize) {
         return;
     }
     let traced = with_thread(t, |ts| {
-        let unchanged = capture(t, ts, now);
+        let unchanged = capture(t, ts, now, at);
         let mut core = t.core.lock();
         account_thread(&mut core, ts);
         core.collector.on_alloc(
@@ -349,8 +352,9 @@ pub fn on_free_kind(g: &Guard, kind: AllocKind, ptr: *mut c_void) {
 pub fn on_mpi(g: &Guard, kind: usize, bytes: u64) {
     let Some(t) = get(g) else { return };
     let now = now_mono_ns().saturating_sub(t.start_mono_ns);
+    let regs = current_regs();
     let traced = with_thread(t, |ts| {
-        let unchanged = capture(t, ts, now);
+        let unchanged = capture(t, ts, now, regs);
         let mut core = t.core.lock();
         account_thread(&mut core, ts);
         core.mpi.on_event(
@@ -411,6 +415,7 @@ fn record_realloc(
 /// handed the old address and record it before we release it.
 pub fn on_realloc(
     g: &Guard,
+    at: Regs,
     kind: AllocKind,
     old: *mut c_void,
     size: usize,
@@ -421,7 +426,7 @@ pub fn on_realloc(
     let mut call = Some(call);
     let mut result = std::ptr::null_mut();
     let _ = with_thread(t, |ts| {
-        let unchanged = capture(t, ts, now);
+        let unchanged = capture(t, ts, now, at);
         let mut core = t.core.lock();
         account_thread(&mut core, ts);
         if let Some(c) = call.take() {

@@ -2,7 +2,7 @@
 
 use std::ops::Range;
 
-use crate::dwarf::{DwarfCache, DwarfSteps};
+use crate::dwarf::{DwarfSteps, StepCache};
 use crate::fp::FpSteps;
 use crate::frame::{common_root_len, same_return_addresses, Frame, Regs};
 use crate::heuristic::{walk, HeuristicConfig, Policy, Walk, WalkInput};
@@ -27,7 +27,7 @@ pub struct ThreadUnwinder {
     policy: Policy,
     steps: StepKind,
     cfg: HeuristicConfig,
-    cache: DwarfCache,
+    cache: StepCache,
     /// The result of the latest capture.
     cur: Vec<Frame>,
     /// The capture before it (the heuristic's reference).
@@ -63,7 +63,7 @@ impl ThreadUnwinder {
             policy,
             steps,
             cfg,
-            cache: DwarfCache::new_in(),
+            cache: StepCache::new(),
             cur: buf(),
             prev: buf(),
             check: buf(),
@@ -150,7 +150,7 @@ impl ThreadUnwinder {
         };
         match self.steps {
             StepKind::Dwarf => {
-                let mut s = DwarfSteps::new(modules.unwinder(), &mut self.cache, regs);
+                let mut s = DwarfSteps::new(modules, &mut self.cache, regs);
                 walk(&mut s, &input, read, out)
             }
             StepKind::Fp => walk(&mut FpSteps::new(regs), &input, read, out),

@@ -5,24 +5,43 @@ use framehop::x86_64::{CacheX86_64, UnwindRegsX86_64};
 use framehop::{FrameAddress, MustNotAllocateDuringUnwind, Unwinder};
 
 use crate::frame::{Frame, Regs};
-use crate::modules::DwarfUnwinder;
+use crate::modules::{DwarfUnwinder, Modules};
+use crate::rule_cache::{exec, Exec, RuleCache};
 use crate::step::{Step, StepError, StepUnwinder};
 
 /// framehop's per-thread rule cache, in its no-allocation flavour.
 pub(crate) type DwarfCache = CacheX86_64<MustNotAllocateDuringUnwind>;
 
+/// A thread's caches: ours in front of framehop's (`rule_cache.rs`).
+pub(crate) struct StepCache {
+    pub(crate) framehop: DwarfCache,
+    pub(crate) rules: RuleCache,
+}
+
+impl StepCache {
+    pub(crate) fn new() -> Self {
+        StepCache {
+            framehop: DwarfCache::new_in(),
+            rules: RuleCache::new(),
+        }
+    }
+}
+
 pub(crate) struct DwarfSteps<'a> {
     unwinder: &'a DwarfUnwinder,
-    cache: &'a mut DwarfCache,
+    /// Identity of the module table (keys the learned rules).
+    table: u64,
+    cache: &'a mut StepCache,
     regs: UnwindRegsX86_64,
     /// Address to look up for the next step; `None` once the stack has ended.
     next: Option<FrameAddress>,
 }
 
 impl<'a> DwarfSteps<'a> {
-    pub(crate) fn new(unwinder: &'a DwarfUnwinder, cache: &'a mut DwarfCache, regs: Regs) -> Self {
+    pub(crate) fn new(modules: &'a Modules, cache: &'a mut StepCache, regs: Regs) -> Self {
         DwarfSteps {
-            unwinder,
+            unwinder: modules.unwinder(),
+            table: modules.id(),
             cache,
             regs: UnwindRegsX86_64::new(regs.pc, regs.sp, regs.bp),
             next: Some(FrameAddress::from_instruction_pointer(regs.pc)),
@@ -41,11 +60,26 @@ impl StepUnwinder for DwarfSteps<'_> {
         if old_sp < 8 {
             return Step::Failed(StepError::Read(old_sp));
         }
-        let mut read = read;
-        match self
-            .unwinder
-            .unwind_frame(address, &mut self.regs, self.cache, &mut read)
-        {
+        let rule =
+            self.cache
+                .rules
+                .rule(self.unwinder, &mut self.cache.framehop, self.table, address);
+        let is_first = !address.is_return_address();
+        let result = match exec(rule, is_first, &mut self.regs, read) {
+            Exec::Frame(ra) => Ok(Some(ra)),
+            Exec::End => Ok(None),
+            Exec::Read(a) => Err(framehop::Error::CouldNotReadStack(a)),
+            Exec::Framehop => {
+                let mut read = read;
+                self.unwinder.unwind_frame(
+                    address,
+                    &mut self.regs,
+                    &mut self.cache.framehop,
+                    &mut read,
+                )
+            }
+        };
+        match result {
             Ok(Some(ra)) => {
                 let sp = self.regs.sp();
                 if sp <= old_sp {
@@ -95,8 +129,8 @@ mod tests {
         let cm = CfiModule::new(with_hdr);
         let modules = cm.modules();
         let st = CfiStack::build(&cm, &[0, 3, 1, 2, 1]);
-        let mut cache = DwarfCache::new_in();
-        let mut steps = DwarfSteps::new(modules.unwinder(), &mut cache, st.regs);
+        let mut cache = StepCache::new();
+        let mut steps = DwarfSteps::new(&modules, &mut cache, st.regs);
         let (frames, end) = walk(&mut steps, &mut st.reader());
         assert_eq!(end, Step::End);
         assert_eq!(frames, st.expected()[1..]);
@@ -119,8 +153,8 @@ mod tests {
         let st = CfiStack::build(&cm, &[0, 3, 1, 2, 1]);
         let hole = st.expected()[2].sp - 8; // where the second return address lives
         let mut read = |a: u64| if a == hole { Err(()) } else { st.read(a) };
-        let mut cache = DwarfCache::new_in();
-        let mut steps = DwarfSteps::new(modules.unwinder(), &mut cache, st.regs);
+        let mut cache = StepCache::new();
+        let mut steps = DwarfSteps::new(&modules, &mut cache, st.regs);
         let (frames, end) = walk(&mut steps, &mut read);
         assert_eq!(frames.len(), 1);
         assert_eq!(end, Step::Failed(StepError::Read(hole)));
@@ -132,13 +166,13 @@ mod tests {
     fn tiny_stack_pointer_does_not_wrap() {
         let cm = CfiModule::new(true);
         let modules = cm.modules();
-        let mut cache = DwarfCache::new_in();
+        let mut cache = StepCache::new();
         let regs = Regs {
             pc: cm.pc_in(0),
             sp: 0,
             bp: 0,
         };
-        let mut steps = DwarfSteps::new(modules.unwinder(), &mut cache, regs);
+        let mut steps = DwarfSteps::new(&modules, &mut cache, regs);
         let mut read = |_a: u64| Ok(0x1234u64);
         assert_eq!(steps.step(&mut read), Step::Failed(StepError::Read(0)));
     }
@@ -172,13 +206,13 @@ mod tests {
         mem.insert(sp + 8, entries[2] + 1);
         mem.insert(sp + 16, 0);
         let mut read = |a: u64| mem.get(&a).copied().ok_or(());
-        let mut cache = DwarfCache::new_in();
+        let mut cache = StepCache::new();
         let regs = Regs {
             pc: entries[0],
             sp,
             bp: 0,
         };
-        let mut steps = DwarfSteps::new(modules.unwinder(), &mut cache, regs);
+        let mut steps = DwarfSteps::new(&modules, &mut cache, regs);
         let (frames, end) = walk(&mut steps, &mut read);
         assert_eq!(end, Step::End);
         assert_eq!(

@@ -47,6 +47,7 @@ mod frame;
 mod heuristic;
 mod mode;
 mod modules;
+mod rule_cache;
 #[cfg(test)]
 mod self_image;
 mod stats;

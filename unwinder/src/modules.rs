@@ -39,7 +39,13 @@ pub struct Modules {
     /// Sorted by `text.start`, non-empty text ranges only.
     entries: Vec<Entry>,
     unwinder: DwarfUnwinder,
+    /// Changes with every change of the table, unique across tables (0: empty, never
+    /// changed): keys the rules learned on it.
+    id: u64,
 }
+
+/// Source of [`Modules::id`].
+static NEXT_ID: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
 
 impl std::fmt::Debug for Modules {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -100,6 +106,7 @@ impl Modules {
         let module = Module::new(name.clone(), text.clone(), base_avma, info);
         self.unwinder.add_module(module);
 
+        self.changed();
         let at = self.entries.partition_point(|e| e.text.start < text.start);
         self.entries.insert(
             at,
@@ -117,6 +124,7 @@ impl Modules {
     }
 
     fn remove_where(&mut self, mut pred: impl FnMut(&Entry) -> bool) {
+        self.changed();
         let unwinder = &mut self.unwinder;
         self.entries.retain(|e| {
             let gone = pred(e);
@@ -131,6 +139,15 @@ impl Modules {
         let i = self.entries.partition_point(|e| e.text.start <= addr);
         let e = self.entries.get(i.checked_sub(1)?)?;
         (addr < e.text.end).then_some(e)
+    }
+
+    fn changed(&mut self) {
+        self.id = NEXT_ID.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    /// Identity of the table's current contents (see the field).
+    pub(crate) fn id(&self) -> u64 {
+        self.id
     }
 
     /// Whether `addr` lies inside some module's text.

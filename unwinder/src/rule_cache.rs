@@ -1,0 +1,393 @@
+//! A larger, cheaper rule cache in front of framehop.
+//!
+//! framehop caches one compact unwind rule per address in 509 direct-mapped
+//! slots; with a few hundred hot call sites that thrashes, and every miss
+//! re-parses CFI with gimli. It does not expose its rules, so this cache
+//! learns them by probing: it asks framehop to unwind the frame twice on
+//! synthetic registers whose stack reads return values that name the address
+//! read, and infers from the results how the caller's stack pointer,
+//! frame pointer and return address are found. A rule is kept only if it
+//! is of a shape framehop itself caches (so executing it here gives exactly
+//! framehop's result) and both probes agree (so no rule depends on the
+//! values it read or on alignment); any other address keeps going through
+//! framehop every time.
+
+use framehop::x86_64::UnwindRegsX86_64;
+use framehop::{FrameAddress, Unwinder};
+
+use crate::dwarf::DwarfCache;
+use crate::modules::DwarfUnwinder;
+
+/// Slots (a power of two).
+const SLOTS: usize = 4096;
+
+/// How the caller's frame pointer is found.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Bp {
+    /// Unchanged.
+    Keep,
+    /// Read at `sp + 8 * off` (`sp` before the step).
+    AtSp(i16),
+}
+
+/// One learned step.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Rule {
+    /// The stack ends here.
+    End,
+    /// Caller's `sp` = `bp + 16`, caller's `bp` = `[bp]` (a frame-pointer frame; with
+    /// `bp == 0` framehop decides).
+    FramePointer,
+    /// Caller's `sp` = `sp + 8 * sp_by_8`; return address at caller's `sp - 8`.
+    Sp { sp_by_8: u16, bp: Bp },
+    /// Not of a cacheable shape: ask framehop every time.
+    Framehop,
+}
+
+#[derive(Clone, Copy)]
+struct Slot {
+    /// Lookup address with bit 0 = "first frame"; 0 = empty.
+    key: u64,
+    /// The module table the rule was learned on.
+    table: u64,
+    rule: Rule,
+}
+
+/// The outcome of executing a rule, as framehop would report it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Exec {
+    /// The caller's return address; registers updated.
+    Frame(u64),
+    /// The stack ends (no return address).
+    End,
+    /// The stack could not be read at this address.
+    Read(u64),
+    /// Use framehop (also for its errors, so they are reported as it does).
+    Framehop,
+}
+
+pub(crate) struct RuleCache {
+    slots: Box<[Slot]>,
+}
+
+impl RuleCache {
+    pub(crate) fn new() -> Self {
+        RuleCache {
+            slots: vec![
+                Slot {
+                    key: 0,
+                    table: 0,
+                    rule: Rule::Framehop,
+                };
+                SLOTS
+            ]
+            .into_boxed_slice(),
+        }
+    }
+
+    fn key(address: FrameAddress) -> u64 {
+        (address.address_for_lookup() << 1) | u64::from(!address.is_return_address())
+    }
+
+    fn index(key: u64) -> usize {
+        (key.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> (64 - SLOTS.trailing_zeros())) as usize
+    }
+
+    /// The rule for `address` in module table `table`, learned on a miss.
+    pub(crate) fn rule(
+        &mut self,
+        unwinder: &DwarfUnwinder,
+        framehop: &mut DwarfCache,
+        table: u64,
+        address: FrameAddress,
+    ) -> Rule {
+        let key = Self::key(address);
+        let i = Self::index(key);
+        let s = self.slots[i];
+        if s.key == key && s.table == table {
+            return s.rule;
+        }
+        let rule = learn(unwinder, framehop, address);
+        self.slots[i] = Slot { key, table, rule };
+        rule
+    }
+}
+
+/// Stack reads in a probe return `TAG | address`.
+const TAG: u64 = 0x5a00_0000_0000_0000;
+const TAG_MASK: u64 = 0xff00_0000_0000_0000;
+
+/// One probe: framehop's step with `sp`, `bp` and tagged memory.
+fn probe(
+    unwinder: &DwarfUnwinder,
+    framehop: &mut DwarfCache,
+    address: FrameAddress,
+    sp: u64,
+    bp: u64,
+) -> Option<(Option<u64>, u64, u64)> {
+    let mut regs = UnwindRegsX86_64::new(address.address(), sp, bp);
+    let mut read = |a: u64| -> Result<u64, ()> { Ok(TAG | a) };
+    let r = unwinder
+        .unwind_frame(address, &mut regs, framehop, &mut read)
+        .ok()?;
+    Some((r, regs.sp(), regs.bp()))
+}
+
+/// The rule a probe result implies, if it is a cacheable shape.
+fn infer(sp: u64, bp: u64, result: (Option<u64>, u64, u64)) -> Rule {
+    let (ra, new_sp, new_bp) = result;
+    let Some(ra) = ra else {
+        return Rule::End;
+    };
+    if ra != TAG | (new_sp.wrapping_sub(8)) {
+        return Rule::Framehop;
+    }
+    if new_sp == bp.wrapping_add(16) && new_bp == TAG | bp {
+        return Rule::FramePointer;
+    }
+    let Some(by) = new_sp.checked_sub(sp) else {
+        return Rule::Framehop;
+    };
+    if by % 8 != 0 || by / 8 > u64::from(u16::MAX) {
+        return Rule::Framehop;
+    }
+    let bp_rule = if new_bp == bp {
+        Bp::Keep
+    } else if new_bp & TAG_MASK == TAG {
+        let at = (new_bp & !TAG_MASK).wrapping_sub(sp) as i64;
+        match i16::try_from(at / 8) {
+            Ok(off) if at % 8 == 0 => Bp::AtSp(off),
+            _ => return Rule::Framehop,
+        }
+    } else {
+        return Rule::Framehop;
+    };
+    Rule::Sp {
+        sp_by_8: (by / 8) as u16,
+        bp: bp_rule,
+    }
+}
+
+fn learn(unwinder: &DwarfUnwinder, framehop: &mut DwarfCache, address: FrameAddress) -> Rule {
+    // Two probes with different, differently aligned registers must agree.
+    let (sp1, bp1) = (0x0000_1000_0000_0000u64, 0x0000_2000_0000_0000u64);
+    let (sp2, bp2) = (0x0000_3000_0000_1238u64, 0x0000_4000_0000_5670u64);
+    let (Some(a), Some(b)) = (
+        probe(unwinder, framehop, address, sp1, bp1),
+        probe(unwinder, framehop, address, sp2, bp2),
+    ) else {
+        return Rule::Framehop;
+    };
+    let r = infer(sp1, bp1, a);
+    if r != infer(sp2, bp2, b) {
+        return Rule::Framehop;
+    }
+    r
+}
+
+/// Execute `rule` as framehop executes the corresponding rule of its own.
+pub(crate) fn exec(
+    rule: Rule,
+    is_first_frame: bool,
+    regs: &mut UnwindRegsX86_64,
+    read: &mut dyn FnMut(u64) -> Result<u64, ()>,
+) -> Exec {
+    let (sp, bp) = (regs.sp(), regs.bp());
+    let (new_sp, new_bp) = match rule {
+        Rule::Framehop => return Exec::Framehop,
+        Rule::End => return Exec::End,
+        Rule::FramePointer => {
+            if bp == 0 {
+                // framehop ends the stack here for one of its rules of this
+                // shape and fails for the other: let it say which.
+                return Exec::Framehop;
+            }
+            let Some(new_sp) = bp.checked_add(16) else {
+                return Exec::Framehop;
+            };
+            if new_sp <= sp {
+                return Exec::Framehop;
+            }
+            match read(bp) {
+                Ok(v) => (new_sp, v),
+                Err(()) => return Exec::Read(bp),
+            }
+        }
+        Rule::Sp { sp_by_8, bp: b } => {
+            let Some(new_sp) = sp.checked_add(u64::from(sp_by_8) * 8) else {
+                return Exec::Framehop;
+            };
+            let new_bp = match b {
+                Bp::Keep => bp,
+                Bp::AtSp(off) => {
+                    let Some(at) = sp.checked_add_signed(i64::from(off) * 8) else {
+                        return Exec::Framehop;
+                    };
+                    match read(at) {
+                        Ok(v) => v,
+                        // framehop: in the first frame, a slot below sp that
+                        // cannot be read leaves bp as it is.
+                        Err(()) if is_first_frame && at < sp => bp,
+                        Err(()) => return Exec::Read(at),
+                    }
+                }
+            };
+            (new_sp, new_bp)
+        }
+    };
+    let Some(ra_at) = new_sp.checked_sub(8) else {
+        return Exec::Framehop;
+    };
+    let ra = match read(ra_at) {
+        Ok(v) => v,
+        Err(()) => return Exec::Read(ra_at),
+    };
+    if ra == 0 {
+        return Exec::End;
+    }
+    if new_sp == sp && ra == regs.ip() {
+        // framehop's DidNotAdvance: let it report that.
+        return Exec::Framehop;
+    }
+    regs.set_ip(ra);
+    regs.set_sp(new_sp);
+    regs.set_bp(new_bp);
+    Exec::Frame(ra)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn infers_the_shapes_framehop_caches() {
+        let (sp, bp) = (0x1000u64, 0x9000u64);
+        // OffsetSp: sp + 24, return address at sp + 16.
+        assert_eq!(
+            infer(sp, bp, (Some(TAG | (sp + 16)), sp + 24, bp)),
+            Rule::Sp {
+                sp_by_8: 3,
+                bp: Bp::Keep
+            }
+        );
+        // OffsetSpAndRestoreBp / pops: bp read at sp + 8.
+        assert_eq!(
+            infer(sp, bp, (Some(TAG | (sp + 16)), sp + 24, TAG | (sp + 8))),
+            Rule::Sp {
+                sp_by_8: 3,
+                bp: Bp::AtSp(1)
+            }
+        );
+        assert_eq!(
+            infer(sp, bp, (Some(TAG | (bp + 8)), bp + 16, TAG | bp)),
+            Rule::FramePointer
+        );
+        assert_eq!(infer(sp, bp, (None, sp, bp)), Rule::End);
+        // A return address that is not the word below the caller's sp.
+        assert_eq!(
+            infer(sp, bp, (Some(TAG | (sp + 8)), sp + 24, bp)),
+            Rule::Framehop
+        );
+        // A caller's sp taken from memory (a CFA expression `[sp + 8]`).
+        assert_eq!(
+            infer(sp, bp, (Some(TAG | (sp + 8 - 8)), TAG | (sp + 8), bp)),
+            Rule::Framehop
+        );
+        // bp from a value that is no stack read.
+        assert_eq!(
+            infer(sp, bp, (Some(TAG | (sp + 16)), sp + 24, 42)),
+            Rule::Framehop
+        );
+    }
+
+    /// Every learned rule of this test binary's own `.eh_frame` (real compiler output),
+    /// executed on pseudo-random stacks, gives framehop's result exactly.
+    #[test]
+    fn learned_rules_step_exactly_like_framehop() {
+        let data = crate::self_image::this_executable();
+        let text = data.text.clone();
+        let mut modules = crate::Modules::new();
+        modules.add(data);
+        let unwinder = modules.unwinder();
+        let mut ours = RuleCache::new();
+        let mut learning = DwarfCache::new_in();
+        let mut reference = DwarfCache::new_in();
+        let word = |a: u64| {
+            let h = (a ^ 0x9e37_79b9).wrapping_mul(0x2545_f491_4f6c_dd1d);
+            // Mostly plausible stack addresses and return addresses, some zeros.
+            match h >> 61 {
+                0 => 0,
+                1 | 2 => text.start + (h >> 20) % (text.end - text.start),
+                _ => 0x7ff0_0000_0000 + (h >> 24) % 0x10_0000 * 8,
+            }
+        };
+        let (mut cached, mut compared) = (0u32, 0u32);
+        let step = (((text.end - text.start) / 20_000) | 1).max(3);
+        let mut pc = text.start;
+        while pc < text.end {
+            for first in [true, false] {
+                let address = if first {
+                    FrameAddress::from_instruction_pointer(pc)
+                } else {
+                    FrameAddress::from_return_address(pc + 1).unwrap()
+                };
+                let rule = ours.rule(unwinder, &mut learning, 7, address);
+                if rule == Rule::Framehop {
+                    continue;
+                }
+                cached += 1;
+                for k in 0..4u64 {
+                    let sp = 0x7ff0_0000_0000 + ((pc * 31 + k * 977) % 0x8_0000) * 8;
+                    let bp = match k {
+                        0 => 0,
+                        1 => sp - 64,
+                        _ => sp + 8 * ((pc + k) % 200),
+                    };
+                    let mut read = |a: u64| if a % 8 == 4 { Err(()) } else { Ok(word(a)) };
+                    let mut a = UnwindRegsX86_64::new(address.address(), sp, bp);
+                    let mut b = a;
+                    let got = exec(rule, first, &mut a, &mut read);
+                    let want = unwinder.unwind_frame(address, &mut b, &mut reference, &mut read);
+                    compared += 1;
+                    match (got, want) {
+                        (Exec::Framehop, _) => {}
+                        (Exec::Frame(x), Ok(Some(y))) => {
+                            assert_eq!(x, y, "{pc:#x} {rule:?}");
+                            assert_eq!((a.sp(), a.bp(), a.ip()), (b.sp(), b.bp(), b.ip()));
+                        }
+                        (Exec::End, Ok(None)) => {}
+                        (Exec::Read(x), Err(framehop::Error::CouldNotReadStack(y))) => {
+                            assert_eq!(x, y, "{pc:#x} {rule:?}")
+                        }
+                        other => panic!("{pc:#x} first {first} {rule:?}: {other:?}"),
+                    }
+                }
+            }
+            pc += step;
+        }
+        // Nearly all addresses of ordinary code have a cacheable rule.
+        assert!(cached > 10_000, "{cached} rules learned");
+        assert!(compared >= 4 * cached);
+    }
+
+    #[test]
+    fn a_changed_module_table_relearns() {
+        let data = crate::self_image::this_executable();
+        let pc = data.text.start + (data.text.end - data.text.start) / 2;
+        let mut modules = crate::Modules::new();
+        modules.add(data);
+        let mut ours = RuleCache::new();
+        let mut fh = DwarfCache::new_in();
+        let address = FrameAddress::from_return_address(pc).unwrap();
+        let r1 = ours.rule(modules.unwinder(), &mut fh, modules.id(), address);
+        let empty = crate::Modules::new();
+        // No module: framehop's fallback (frame pointer) under the other table.
+        let r2 = ours.rule(empty.unwinder(), &mut fh, empty.id(), address);
+        assert_eq!(r2, Rule::FramePointer);
+        assert_ne!(modules.id(), empty.id());
+        assert_eq!(
+            ours.rule(modules.unwinder(), &mut fh, modules.id(), address),
+            r1
+        );
+    }
+}
