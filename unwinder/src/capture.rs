@@ -9,7 +9,7 @@ use crate::heuristic::{walk, HeuristicConfig, Policy, Walk, WalkInput};
 use crate::mode::Mode;
 use crate::modules::Modules;
 use crate::stats::{Capture, UnwindStats};
-use crate::step::Stop;
+use crate::step::{ReadStack, Stop};
 
 /// How a single frame is unwound.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -122,12 +122,12 @@ impl ThreadUnwinder {
         self.last_ns = None;
     }
 
-    fn run(
+    fn run<R: ReadStack + ?Sized>(
         &mut self,
         modules: &Modules,
         regs: Regs,
         skip: Range<u64>,
-        read: &mut dyn FnMut(u64) -> Result<u64, ()>,
+        read: &mut R,
         policy: Policy,
         into_check: bool,
     ) -> Walk {
@@ -165,12 +165,12 @@ impl ThreadUnwinder {
     /// compare the return addresses (counted in the stats). The result stays available
     /// through [`ThreadUnwinder::frames`] until the next capture. Never allocates and never
     /// panics; reads that fail end the stack (`error`).
-    pub fn capture(
+    pub fn capture<R: ReadStack + ?Sized>(
         &mut self,
         modules: &Modules,
         regs: Regs,
         skip: Range<u64>,
-        read: &mut dyn FnMut(u64) -> Result<u64, ()>,
+        read: &mut R,
         now_ns: u64,
         validate: bool,
     ) -> Capture {

@@ -7,7 +7,7 @@ use framehop::{FrameAddress, MustNotAllocateDuringUnwind, Unwinder};
 use crate::frame::{Frame, Regs};
 use crate::modules::{DwarfUnwinder, Modules};
 use crate::rule_cache::{exec, Exec, RuleCache};
-use crate::step::{Step, StepError, StepUnwinder};
+use crate::step::{ReadStack, Step, StepError, StepUnwinder};
 
 /// framehop's per-thread rule cache, in its no-allocation flavour.
 pub(crate) type DwarfCache = CacheX86_64<MustNotAllocateDuringUnwind>;
@@ -50,7 +50,7 @@ impl<'a> DwarfSteps<'a> {
 }
 
 impl StepUnwinder for DwarfSteps<'_> {
-    fn step(&mut self, read: &mut dyn FnMut(u64) -> Result<u64, ()>) -> Step {
+    fn step<R: ReadStack + ?Sized>(&mut self, read: &mut R) -> Step {
         let Some(address) = self.next else {
             return Step::End;
         };

@@ -2,7 +2,7 @@
 //! caller's stack pointer after the return is `bp + 16`.
 
 use crate::frame::{Frame, Regs};
-use crate::step::{Step, StepError, StepUnwinder};
+use crate::step::{ReadStack, Step, StepError, StepUnwinder};
 
 pub(crate) struct FpSteps {
     bp: u64,
@@ -19,7 +19,7 @@ impl FpSteps {
 }
 
 impl StepUnwinder for FpSteps {
-    fn step(&mut self, read: &mut dyn FnMut(u64) -> Result<u64, ()>) -> Step {
+    fn step<R: ReadStack + ?Sized>(&mut self, read: &mut R) -> Step {
         let bp = self.bp;
         if bp == 0 {
             return Step::End;

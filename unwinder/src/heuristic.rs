@@ -13,7 +13,7 @@ use std::ops::Range;
 
 use crate::frame::Frame;
 use crate::modules::Modules;
-use crate::step::{Step, StepError, StepUnwinder, Stop};
+use crate::step::{ReadStack, Step, StepError, StepUnwinder, Stop};
 
 /// Settings of a thread's capture.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -98,7 +98,7 @@ pub(crate) struct WalkInput<'a> {
 /// paper's false positives (Figures 3 and 4: matching frames above a
 /// different caller at the same height), which the (ra, sp) match alone
 /// cannot see.
-fn still_on_stack(rest: &[Frame], read: &mut dyn FnMut(u64) -> Result<u64, ()>) -> bool {
+fn still_on_stack<R: ReadStack + ?Sized>(rest: &[Frame], read: &mut R) -> bool {
     rest.iter()
         .all(|f| f.sp >= 8 && read(f.sp - 8).is_ok_and(|ra| ra == f.ra))
 }
@@ -108,10 +108,10 @@ fn still_on_stack(rest: &[Frame], read: &mut dyn FnMut(u64) -> Result<u64, ()>) 
 /// The capture-point frame comes first and is not checked against the modules; every
 /// further frame must have its return address inside a module. Leading frames whose address
 /// lies in `skip` are dropped.
-pub(crate) fn walk<S: StepUnwinder>(
+pub(crate) fn walk<S: StepUnwinder, R: ReadStack + ?Sized>(
     steps: &mut S,
     input: &WalkInput<'_>,
-    read: &mut dyn FnMut(u64) -> Result<u64, ()>,
+    read: &mut R,
     out: &mut Vec<Frame>,
 ) -> Walk {
     out.clear();
@@ -125,9 +125,14 @@ pub(crate) fn walk<S: StepUnwinder>(
     let mut pending: Option<usize> = None;
     let mut candidate = input.first;
     let mut is_first = true;
+    // Text range of the module the previous frame was in: most callers are in the same one.
+    let mut known = 0..0;
     let stop = loop {
-        if !is_first && !input.modules.contains(candidate.ra) {
-            break Stop::OutsideModules(candidate.ra);
+        if !is_first && !known.contains(&candidate.ra) {
+            match input.modules.text_of(candidate.ra) {
+                Some(t) => known = t,
+                None => break Stop::OutsideModules(candidate.ra),
+            }
         }
         is_first = false;
         if skipping && input.skip.contains(&candidate.ra) {

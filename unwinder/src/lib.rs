@@ -61,4 +61,4 @@ pub use heuristic::HeuristicConfig;
 pub use mode::{Mode, ParseModeError};
 pub use modules::{ModuleData, Modules};
 pub use stats::{Capture, UnwindStats};
-pub use step::{StepError, Stop};
+pub use step::{ReadStack, StepError, Stop};

@@ -150,6 +150,11 @@ impl Modules {
         self.id
     }
 
+    /// Text range of the module containing `addr`.
+    pub fn text_of(&self, addr: u64) -> Option<Range<u64>> {
+        self.entry_for(addr).map(|e| e.text.clone())
+    }
+
     /// Whether `addr` lies inside some module's text.
     pub fn contains(&self, addr: u64) -> bool {
         self.entry_for(addr).is_some()

@@ -17,6 +17,7 @@ use framehop::{FrameAddress, Unwinder};
 
 use crate::dwarf::DwarfCache;
 use crate::modules::DwarfUnwinder;
+use crate::step::ReadStack;
 
 /// Slots (a power of two).
 const SLOTS: usize = 4096;
@@ -186,11 +187,11 @@ fn learn(unwinder: &DwarfUnwinder, framehop: &mut DwarfCache, address: FrameAddr
 }
 
 /// Execute `rule` as framehop executes the corresponding rule of its own.
-pub(crate) fn exec(
+pub(crate) fn exec<R: ReadStack + ?Sized>(
     rule: Rule,
     is_first_frame: bool,
     regs: &mut UnwindRegsX86_64,
-    read: &mut dyn FnMut(u64) -> Result<u64, ()>,
+    read: &mut R,
 ) -> Exec {
     let (sp, bp) = (regs.sp(), regs.bp());
     let (new_sp, new_bp) = match rule {

@@ -69,5 +69,11 @@ pub(crate) enum Step {
 /// Each implementation is constructed from the capture-point registers; the walk in
 /// `heuristic.rs` decides after every step whether to go on.
 pub(crate) trait StepUnwinder {
-    fn step(&mut self, read: &mut dyn FnMut(u64) -> Result<u64, ()>) -> Step;
+    fn step<R: ReadStack + ?Sized>(&mut self, read: &mut R) -> Step;
 }
+
+/// Reads one stack word (bounds-checked by the caller). Generic rather than `dyn` so that
+/// the reads, a few dozen per capture, are inlined.
+pub trait ReadStack: FnMut(u64) -> Result<u64, ()> {}
+
+impl<F: FnMut(u64) -> Result<u64, ()> + ?Sized> ReadStack for F {}
