@@ -37,6 +37,10 @@ pub enum Command {
     /// Print (or write with -o) a Slurm batch script that runs an MPI
     /// application under the tracer, then merges spill files and plots.
     Slurm(crate::slurm::SlurmArgs),
+    /// Internal: read an HDF5 file without a seal for the wmhcct process
+    /// that started this one (viz/src/h5child.rs). Not listed in --help.
+    #[command(name = crate::h5child::SUBCOMMAND, hide = true)]
+    ReadReport(crate::h5child::ReadReportArgs),
 }
 
 #[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]

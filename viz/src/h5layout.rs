@@ -14,6 +14,7 @@ use wmhcct_format::{
     Spread, TracerStats, Tree, UnwindStats, NO_PARENT,
 };
 
+use crate::seal::Seal;
 use crate::symbolize::{Frame, Symbols};
 
 /// Version of this HDF5 layout (root attribute `format_version`).
@@ -39,6 +40,18 @@ pub enum ReportError {
     Version { found: u32 },
     #[error("truncated or corrupt report: {0}")]
     Corrupt(String),
+    /// The child process reading an unsealed file died by a signal.
+    #[error("damaged or unreadable HDF5 file (the HDF5 library crashed reading it: {0})")]
+    Crashed(String),
+    /// The child process reading an unsealed file was killed after the limit.
+    #[error("damaged or unreadable HDF5 file (the HDF5 library did not finish reading it in {secs} s; WMHCCT_READ_TIMEOUT sets the limit)")]
+    TimedOut { secs: u64 },
+    /// Any other failure reported by the child process, as it worded it.
+    #[error("{0}")]
+    Reader(String),
+    /// The child process could not be run, or answered something unreadable.
+    #[error("isolated HDF5 reader: {0}")]
+    Isolation(String),
 }
 
 pub(crate) type Result<T> = std::result::Result<T, ReportError>;
@@ -505,10 +518,22 @@ pub(crate) fn get_rows<T: H5Type>(g: &Group, name: &str) -> Result<Vec<T>> {
 }
 
 /// Read a report back into a profile and its symbol table.
+///
+/// A damaged report must never reach libhdf5 in this process (it can crash
+/// or loop on one): a sealed report is checked and then read here; any
+/// other HDF5 file (foreign, older, edited) is read by a child process
+/// (`h5child`), which turns a crash or a hang into an error.
 pub fn read(path: &Path) -> Result<(Profile, Symbols)> {
+    match crate::seal::check(path)? {
+        Seal::Intact => read_here(path),
+        Seal::Absent => crate::h5child::read(path),
+    }
+}
+
+/// Read a report with libhdf5 in this process. Only for a sealed file whose
+/// seal was checked, or inside the child process of `h5child`.
+pub(crate) fn read_here(path: &Path) -> Result<(Profile, Symbols)> {
     no_file_locking();
-    // A damaged report must never reach libhdf5 (it can crash on one).
-    crate::seal::check(path)?;
     let f =
         File::open(path).map_err(|e| ReportError::Corrupt(format!("cannot open as HDF5: {e}")))?;
     if !f
@@ -925,6 +950,9 @@ mod tests {
         };
         syms.insert(0, 0x1234, f.clone());
         write(&path, &p, &syms).unwrap();
+        // Sealed: read in this process (an unsealed file would go to a
+        // child process running this executable, i.e. the test harness).
+        crate::seal::seal(&path).unwrap();
         let (q, s) = read(&path).unwrap();
         let mut expect = p.clone();
         expect.modules[0].path = "/lib/withnul".into();
@@ -939,7 +967,7 @@ mod tests {
         let path = dir.path().join("e.h5");
         let p = Profile::default();
         write(&path, &p, &Symbols::default()).unwrap();
-        let (q, _) = read(&path).unwrap();
+        let (q, _) = read_here(&path).unwrap();
         assert_eq!(q, p);
     }
 
@@ -950,7 +978,7 @@ mod tests {
         let f = File::create(&path).unwrap();
         put(&f, "something", &1u8).unwrap();
         drop(f);
-        assert!(matches!(read(&path), Err(ReportError::NotOurs)));
+        assert!(matches!(read_here(&path), Err(ReportError::NotOurs)));
     }
 
     #[test]
@@ -960,7 +988,7 @@ mod tests {
         let f = File::create(&path).unwrap();
         put(&f, "format_version", &99u32).unwrap();
         drop(f);
-        let e = read(&path).unwrap_err();
+        let e = read_here(&path).unwrap_err();
         assert!(matches!(e, ReportError::Version { found: 99 }), "{e}");
     }
 }

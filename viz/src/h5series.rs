@@ -257,7 +257,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("s.h5");
         h5layout::write(&path, p, &Symbols::default()).unwrap();
-        h5layout::read(&path).unwrap().0
+        h5layout::read_here(&path).unwrap().0
     }
 
     #[test]

@@ -8,7 +8,9 @@ mod diff;
 mod export;
 mod flame;
 mod font;
+mod h5child;
 mod h5layout;
+mod h5reply;
 mod h5series;
 mod input;
 mod label;
@@ -46,6 +48,7 @@ fn main() -> ExitCode {
         cli::Command::Export(a) => export::run(a).map(|()| 0),
         cli::Command::Diff(a) => diff::run(a).map(|()| 0),
         cli::Command::Slurm(a) => slurm::run(a).map(|()| 0),
+        cli::Command::ReadReport(a) => h5child::serve(a).map(|()| 0),
     };
     match result {
         Ok(code) => ExitCode::from(code),

@@ -6,7 +6,9 @@
 //! file: a magic, the length of the sealed part and its FNV-1a 64 hash.
 //! HDF5 ignores bytes past its end-of-file address, so h5dump and h5py read
 //! sealed reports as before. Files without the seal (foreign HDF5, older
-//! reports) are opened as they are.
+//! reports, reports edited by other tools) are read by libhdf5 in a child
+//! process (viz/src/h5child.rs), where a crash or a hang cannot take
+//! `wmhcct` down.
 
 use std::io::Write;
 use std::path::Path;
@@ -37,15 +39,24 @@ pub fn seal(path: &Path) -> std::io::Result<()> {
     f.sync_all()
 }
 
-/// Check the seal of `bytes` (a whole file): `Ok` when it holds or when the
-/// file has none.
-pub fn check_bytes(bytes: &[u8]) -> Result<(), ReportError> {
+/// What the end of a file says about its integrity.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Seal {
+    /// The seal is there and the checksum holds: the file is as written.
+    Intact,
+    /// No seal: nothing is known about the file.
+    Absent,
+}
+
+/// Check the seal of `bytes` (a whole file): an error when the file has a
+/// seal that does not hold.
+pub fn check_bytes(bytes: &[u8]) -> Result<Seal, ReportError> {
     let Some(split) = bytes.len().checked_sub(TRAILER) else {
-        return Ok(());
+        return Ok(Seal::Absent);
     };
     let (data, trailer) = bytes.split_at(split);
     if &trailer[..8] != MAGIC {
-        return Ok(());
+        return Ok(Seal::Absent);
     }
     let word = |i: usize| u64::from_le_bytes(trailer[i..i + 8].try_into().unwrap_or([0; 8]));
     if word(8) != data.len() as u64 || word(16) != fnv1a64(data) {
@@ -53,11 +64,11 @@ pub fn check_bytes(bytes: &[u8]) -> Result<(), ReportError> {
             "checksum mismatch: the file was damaged after it was written".into(),
         ));
     }
-    Ok(())
+    Ok(Seal::Intact)
 }
 
 /// Check the seal of the file at `path` (see [`check_bytes`]).
-pub fn check(path: &Path) -> Result<(), ReportError> {
+pub fn check(path: &Path) -> Result<Seal, ReportError> {
     let bytes =
         std::fs::read(path).map_err(|e| ReportError::Corrupt(format!("cannot read: {e}")))?;
     check_bytes(&bytes)
@@ -72,9 +83,9 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let p = dir.path().join("r");
         std::fs::write(&p, b"\x89HDF\r\n\x1a\nsome report bytes").unwrap();
-        assert!(check(&p).is_ok(), "unsealed files pass");
+        assert_eq!(check(&p).unwrap(), Seal::Absent, "unsealed files pass");
         seal(&p).unwrap();
-        assert!(check(&p).is_ok());
+        assert_eq!(check(&p).unwrap(), Seal::Intact);
         let good = std::fs::read(&p).unwrap();
         for i in 0..good.len() - TRAILER {
             let mut bad = good.clone();
@@ -84,6 +95,6 @@ mod tests {
         // Bytes appended after the seal: no seal any more, opened as is.
         let mut longer = good.clone();
         longer.push(0);
-        assert!(check_bytes(&longer).is_ok());
+        assert_eq!(check_bytes(&longer).unwrap(), Seal::Absent);
     }
 }

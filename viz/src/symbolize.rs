@@ -24,7 +24,7 @@ use wmhcct_format::{FrameKey, Module, Profile};
 use crate::demangle::demangle;
 
 /// What an address resolved to. Unknown parts: function `??`, file empty, line 0.
-#[derive(Clone, Debug, PartialEq, Eq, Default)]
+#[derive(Clone, Debug, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
 pub struct Frame {
     pub function: String,
     pub file: String,
@@ -42,7 +42,7 @@ impl Frame {
 }
 
 /// Symbolised `(module index, offset)` pairs of one profile.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug, Default, serde::Serialize, serde::Deserialize)]
 pub struct Symbols {
     map: HashMap<(u32, u64), Frame>,
 }

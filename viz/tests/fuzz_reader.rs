@@ -5,6 +5,11 @@
 //! fails with one line on stderr naming the file — never a panic, never a
 //! crash by signal (the HDF5 C library included), never a hang.
 //!
+//! HDF5 files without the seal (foreign files written by h5py, our own
+//! reports with the seal stripped), damaged the same ways, go through
+//! libhdf5 in a child process (viz/src/h5child.rs); the same holds for
+//! them, although libhdf5 crashes or loops on some (counted and printed).
+//!
 //! The profile reader (`.wmprof`) is fuzzed in-process by
 //! format/tests/fuzz_decode.rs; here the same files also go through the
 //! binary once (`report`, `convert`) for the end-to-end path.
@@ -89,11 +94,22 @@ const HUNG: i32 = -1;
 const HANG: Duration = Duration::from_secs(5);
 
 fn wmhcct(args: &[&std::ffi::OsStr]) -> (i32, String, String, Duration) {
+    wmhcct_limited(args, &[], HANG)
+}
+
+/// `wmhcct args` with extra environment `env`, killed after `hang`
+/// (exit code `HUNG`). A death by signal gives 128 + the signal.
+fn wmhcct_limited(
+    args: &[&std::ffi::OsStr],
+    env: &[(&str, &str)],
+    hang: Duration,
+) -> (i32, String, String, Duration) {
     use std::os::unix::process::ExitStatusExt;
     let start = Instant::now();
     let mut child = Command::new(env!("CARGO_BIN_EXE_wmhcct"))
         .args(args)
         .env("RUST_BACKTRACE", "1")
+        .envs(env.iter().copied())
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -104,7 +120,7 @@ fn wmhcct(args: &[&std::ffi::OsStr]) -> (i32, String, String, Duration) {
         if child.try_wait().expect("wait").is_some() {
             break;
         }
-        if start.elapsed() > HANG {
+        if start.elapsed() > hang {
             let _ = child.kill();
             let _ = child.wait();
             return (HUNG, String::new(), String::new(), start.elapsed());
@@ -338,4 +354,220 @@ fn mutated_profiles_through_the_binary() {
             true,
         );
     }
+}
+
+/// Foreign HDF5 files written by h5py (not by wmhcct, so without a seal):
+/// groups, attributes, variable-length strings (the global heap Debian's
+/// libhdf5 crashed on), a compound table, a chunked gzip dataset; the
+/// second one looks like a report (`format_version` = 1) so the reader
+/// goes deeper into it.
+fn foreign_files(dir: &Path) -> Vec<(String, Vec<u8>)> {
+    let script = r#"
+import sys, h5py, numpy as np
+s = h5py.string_dtype('utf-8')
+for i, name in enumerate(sys.argv[1:]):
+    with h5py.File(name, 'w') as f:
+        if i == 1:
+            f.attrs['format_version'] = np.uint32(1)
+            f.attrs['program'] = '/bin/foreign'
+        f.attrs['title'] = 'not a wmhcct report'
+        f.attrs['names'] = np.array(['alpha', 'beta', 'gamma'], dtype=s)
+        g = f.create_group('trees/alloc')
+        g.attrs['index'] = np.uint32(0)
+        g.create_dataset('strings', data=np.array(['s%d' % k * (k % 7 + 1) for k in range(60)], dtype=s))
+        rows = np.zeros(50, dtype=[('parent', '<u4'), ('addr', '<u8'), ('name', s)])
+        rows['parent'] = np.arange(50)
+        rows['addr'] = np.arange(50) * 16
+        rows['name'] = ['f%d' % k for k in range(50)]
+        f.create_dataset('config', data=rows)
+        f.create_dataset('chunked', data=np.arange(4000, dtype='<u8'), chunks=(500,), compression='gzip')
+        f.create_group('heap').attrs['peak'] = np.uint64(12345)
+"#;
+    let names = ["foreign.h5", "lookalike.h5"];
+    let paths: Vec<PathBuf> = names.iter().map(|n| dir.join(n)).collect();
+    let out = Command::new("/usr/bin/python3")
+        .arg("-c")
+        .arg(script)
+        .args(&paths)
+        .output()
+        .expect("run /usr/bin/python3");
+    assert!(
+        out.status.success(),
+        "h5py (run scripts/setup.sh): {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    names
+        .iter()
+        .zip(&paths)
+        .map(|(n, p)| (n.to_string(), std::fs::read(p).unwrap()))
+        .collect()
+}
+
+/// Length of the seal wmhcct appends to its reports (viz/src/seal.rs).
+const SEAL: usize = 24;
+
+/// A report without its seal: as a report written before the seal, or one
+/// whose tail another tool rewrote.
+fn unsealed(sealed: &[u8]) -> Vec<u8> {
+    assert_eq!(&sealed[sealed.len() - SEAL..][..8], b"WMHCSEAL");
+    sealed[..sealed.len() - SEAL].to_vec()
+}
+
+/// Deterministic damage to `b`: `(kind, damaged bytes)`, about 110 cases.
+fn damaged(b: &[u8], rng: &mut Rng) -> Vec<(&'static str, Vec<u8>)> {
+    let mut out = Vec::new();
+    let head = b.len().min(4096);
+    // One bit at 40 evenly spaced offsets of the metadata-rich head…
+    for k in 0..40 {
+        let mut m = b.to_vec();
+        m[k * head / 40 + k % 3] ^= 1 << (k % 8);
+        out.push(("bit flipped in the first 4 KiB", m));
+    }
+    // …and at 20 offsets over the whole file.
+    for k in 0..20 {
+        let mut m = b.to_vec();
+        m[(k * b.len() / 20 + 7).min(b.len() - 1)] ^= 0x80 >> (k % 8);
+        out.push(("bit flipped anywhere", m));
+    }
+    // A byte set to 0xff (addresses and lengths become huge).
+    for _ in 0..15 {
+        let mut m = b.to_vec();
+        let i = rng.below(b.len());
+        m[i] = 0xff;
+        out.push(("byte set to 0xff", m));
+    }
+    // Cut at 15 places.
+    for k in 1..=15 {
+        out.push(("truncated", b[..k * b.len() / 16].to_vec()));
+    }
+    // A zeroed range (a lost page), 20 places and lengths.
+    for _ in 0..20 {
+        let mut m = b.to_vec();
+        let len = 1 + rng.below(512);
+        let at = rng.below(b.len().saturating_sub(len));
+        m[at..at + len].fill(0);
+        out.push(("range zeroed", m));
+    }
+    out
+}
+
+/// Time the CLI gives its libhdf5 child in these tests, and the harness's
+/// own limit on the whole command (longer: a timeout must be reported by
+/// wmhcct, not by the harness).
+const CHILD_LIMIT: &str = "4";
+const HARNESS_LIMIT: Duration = Duration::from_secs(20);
+
+/// Damaged HDF5 files without a seal (foreign files, our own reports with
+/// the seal stripped) go to libhdf5 in a child process (viz/src/h5child.rs):
+/// whatever the damage, `wmhcct report` must exit 0 with a valid report or
+/// 1 with exactly one line naming the file — never die by a signal, hang,
+/// panic or print a backtrace, even where libhdf5 crashes or loops.
+#[test]
+fn damaged_unsealed_hdf5_never_crashes_the_cli() {
+    let (dir, _h5, sealed) = setup();
+    let mut bases = foreign_files(dir.path());
+    bases.push(("unsealed report".into(), unsealed(&sealed)));
+    let mut rng = Rng(0xf0e1_d2c3_b4a5_9687);
+    let mut tally: std::collections::BTreeMap<(String, &str, &str), usize> = Default::default();
+    let mut failures = Vec::new();
+    let mut cases = 0;
+    let start = Instant::now();
+    for (base, bytes) in &bases {
+        let ours = base == "unsealed report";
+        for (kind, b) in damaged(bytes, &mut rng) {
+            let f = dir.path().join(format!("u{cases}.h5"));
+            std::fs::write(&f, &b).unwrap();
+            if let Some(keep) = std::env::var_os("WMHCCT_FUZZ_KEEP") {
+                std::fs::write(Path::new(&keep).join(format!("u{cases}.h5")), &b).unwrap();
+            }
+            cases += 1;
+            let (code, stdout, stderr, took) = wmhcct_limited(
+                &["report".as_ref(), f.as_os_str(), "--json".as_ref()],
+                &[("WMHCCT_READ_TIMEOUT", CHILD_LIMIT)],
+                HARNESS_LIMIT,
+            );
+            let lines: Vec<&str> = stderr.lines().collect();
+            let ok = match code {
+                0 => ours && serde_json::from_str::<serde_json::Value>(&stdout).is_ok(),
+                1 => {
+                    lines.len() == 1
+                        && lines[0].starts_with("wmhcct: error: ")
+                        && lines[0].contains(&*f.to_string_lossy())
+                }
+                _ => false,
+            } && !stderr.contains("panicked")
+                && !stderr.to_lowercase().contains("backtrace");
+            if !ok {
+                failures.push(format!(
+                    "{base}, case {cases} ({kind}): exit {code} after {took:?}, stderr {stderr:?}"
+                ));
+            }
+            let verdict = match code {
+                _ if !ok => "FAILED",
+                0 => "read",
+                _ if stderr.contains("crashed") => "rejected: libhdf5 crashed in the child",
+                _ if stderr.contains("did not finish") => "rejected: libhdf5 hung in the child",
+                _ => "rejected with one line",
+            };
+            *tally.entry((base.clone(), kind, verdict)).or_default() += 1;
+            let _ = std::fs::remove_file(&f);
+        }
+    }
+    eprintln!(
+        "[reliability] fuzz_reader: {cases} damaged unsealed HDF5 files, `report --json` each, in {:.1} s:",
+        start.elapsed().as_secs_f64()
+    );
+    for ((base, kind, verdict), n) in &tally {
+        eprintln!("[reliability] fuzz_reader:   {base}: {kind}: {verdict}: {n}");
+    }
+    assert!(cases >= 300, "{cases} cases");
+    assert!(
+        failures.is_empty(),
+        "{} of {cases} cases failed:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
+}
+
+/// An intact report without its seal is read by the child process and
+/// gives exactly what the sealed report gives, in every output.
+#[test]
+fn unsealed_report_reads_like_the_sealed_one() {
+    let (dir, sealed_path, sealed) = setup();
+    let bare = dir.path().join("bare.h5");
+    std::fs::write(&bare, unsealed(&sealed)).unwrap();
+    let same = |args: &[&str]| {
+        let run = |f: &Path| {
+            let mut a: Vec<&std::ffi::OsStr> = vec![args[0].as_ref(), f.as_os_str()];
+            a.extend(args[1..].iter().map(std::ffi::OsStr::new));
+            let (code, out, err, _) = wmhcct(&a);
+            assert_eq!((code, err.as_str()), (0, ""), "wmhcct {a:?}");
+            out
+        };
+        let (a, b) = (run(&sealed_path), run(&bare));
+        assert!(!a.is_empty(), "{args:?}: no output");
+        assert_eq!(a, b, "{args:?}: sealed and unsealed reports differ");
+    };
+    same(&["report"]);
+    same(&["report", "--json"]);
+    same(&["export", "--format", "folded"]);
+    same(&["export", "--format", "folded", "--weight", "count"]);
+    // Both sides of a diff through the child.
+    let (code, out, err, _) = wmhcct(&[
+        "diff".as_ref(),
+        bare.as_os_str(),
+        bare.as_os_str(),
+        "--json".as_ref(),
+    ]);
+    assert_eq!(code, 0, "diff: {err}");
+    assert!(serde_json::from_str::<serde_json::Value>(&out).is_ok());
+}
+
+/// The child's subcommand is internal: not in `--help`.
+#[test]
+fn internal_subcommand_is_not_listed() {
+    let (code, out, err, _) = wmhcct(&["--help".as_ref()]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("report"), "{out}");
+    assert!(!out.contains("__read-report"), "{out}");
 }
