@@ -215,7 +215,9 @@ impl ThreadUnwinder {
         self.last_stop = w.stop;
 
         let unchanged_root = if self.cur_complete && prev_complete {
-            common_root_len(&self.cur, &self.prev)
+            // Reused frames are the previous capture's root-side frames, copied.
+            let known = if w.stop == Stop::Reused { w.reused } else { 0 };
+            common_root_len(&self.cur, &self.prev, known)
         } else {
             0
         };
@@ -467,7 +469,7 @@ mod tests {
                 assert_eq!(c.validated, Some(true));
                 assert_eq!(
                     c.unchanged_root,
-                    common_root_len(&want, &before),
+                    common_root_len(&want, &before, 0),
                     "{mode} event {i}"
                 );
                 before = want;
@@ -821,7 +823,7 @@ mod tests {
                     let ok = t.frames() == want.as_slice();
                     prop_assert_eq!(c.validated, Some(same_return_addresses(t.frames(), &want)));
                     right += u64::from(ok);
-                    prop_assert_eq!(c.unchanged_root, common_root_len(t.frames(), &before));
+                    prop_assert_eq!(c.unchanged_root, common_root_len(t.frames(), &before, 0));
                     if c.reused == 0 {
                         // Nothing was guessed: the stack is exact.
                         prop_assert!(ok);

@@ -23,12 +23,17 @@ pub struct Regs {
 
 /// Number of root-side frames two stacks (leaf first) have in common, comparing both the
 /// return address and the stack pointer, from the root end.
-pub(crate) fn common_root_len(a: &[Frame], b: &[Frame]) -> usize {
-    a.iter()
-        .rev()
-        .zip(b.iter().rev())
-        .take_while(|(x, y)| x == y)
-        .count()
+/// `known`: root-side frames already known to be equal (not compared again).
+pub(crate) fn common_root_len(a: &[Frame], b: &[Frame], known: usize) -> usize {
+    let known = known.min(a.len()).min(b.len());
+    debug_assert!(a[a.len() - known..] == b[b.len() - known..]);
+    known
+        + a[..a.len() - known]
+            .iter()
+            .rev()
+            .zip(b[..b.len() - known].iter().rev())
+            .take_while(|(x, y)| x == y)
+            .count()
 }
 
 /// Whether two stacks have the same sequence of return addresses.
@@ -48,11 +53,13 @@ mod tests {
     fn common_root_counts_from_the_root_end() {
         let a = [f(1, 10), f(2, 20), f(3, 30)];
         let b = [f(9, 5), f(7, 15), f(2, 20), f(3, 30)];
-        assert_eq!(common_root_len(&a, &b), 2);
-        assert_eq!(common_root_len(&a, &a), 3);
-        assert_eq!(common_root_len(&a, &[]), 0);
+        assert_eq!(common_root_len(&a, &b, 0), 2);
+        assert_eq!(common_root_len(&a, &a, 0), 3);
+        assert_eq!(common_root_len(&a, &a, 2), 3);
+        assert_eq!(common_root_len(&a, &b, 1), 2);
+        assert_eq!(common_root_len(&a, &[], 0), 0);
         // Same ra at a different height is not common.
-        assert_eq!(common_root_len(&[f(3, 31)], &[f(3, 30)]), 0);
+        assert_eq!(common_root_len(&[f(3, 31)], &[f(3, 30)], 0), 0);
     }
 
     #[test]
