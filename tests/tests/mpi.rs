@@ -11,6 +11,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use serde_json::Value;
+use wmhcct_e2e::WorkDir;
 
 const RANKS: u64 = 4;
 const K: u64 = 100;
@@ -32,11 +33,9 @@ fn built(name: &str) -> PathBuf {
     p
 }
 
-fn workdir(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("wmhcct-mpi-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
+/// A scratch directory, removed when the test passes (kept when it fails).
+fn workdir(name: &str) -> WorkDir {
+    WorkDir::new(&format!("mpi-{name}"))
 }
 
 fn compile(compiler: &str, src: &str, dir: &Path) -> PathBuf {
@@ -163,7 +162,8 @@ fn check_pattern(r: &Value, alloc_kind: &str, size_a: u64, size_b: u64) {
 }
 
 fn run_pattern(compiler: &str, src: &str, alloc_kind: &str, size_a: u64, size_b: u64) {
-    let dir = workdir(src);
+    let work = workdir(src);
+    let dir = work.path.clone();
     let exe = compile(compiler, src, &dir);
     let h5 = dir.join("job.h5");
     let run = mpirun(
@@ -222,7 +222,8 @@ fn fortran_mpi_f08_four_ranks() {
 /// into a report with those ranks' data.
 #[test]
 fn abort_leaves_mergeable_spill_files() {
-    let dir = workdir("abort");
+    let work = workdir("abort");
+    let dir = work.path.clone();
     let exe = compile("mpicc", "mpi_pattern.c", &dir);
     let h5 = dir.join("job.h5");
     let run = mpirun(
@@ -265,7 +266,8 @@ fn abort_leaves_mergeable_spill_files() {
 /// Exit without MPI_Finalize: every rank spills; the merge has all four.
 #[test]
 fn exit_without_finalize_leaves_spill_files() {
-    let dir = workdir("noexit");
+    let work = workdir("noexit");
+    let dir = work.path.clone();
     let exe = compile("mpicc", "mpi_pattern.c", &dir);
     let h5 = dir.join("job.h5");
     let _ = mpirun(
