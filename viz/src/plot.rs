@@ -163,9 +163,12 @@ pub fn palette(i: usize) -> RGBColor {
     C[i % C.len()]
 }
 
-/// Font of plot text at `size` px.
+/// Font of plot text at `size` px, rounded up to an even size: plotters'
+/// bitmap text places each glyph at `size / 2 + top`, truncated toward
+/// zero, so at odd sizes glyphs that start below mid-height ('.', ',', '_')
+/// land one pixel higher than the rest.
 pub fn font(size: u32) -> TextStyle<'static> {
-    (crate::font::FAMILY, size).into_font().into()
+    (crate::font::FAMILY, size + size % 2).into_font().into()
 }
 
 /// 1234567 → `1.23M`, 0.5 → `0.5`: axis labels that stay short.
