@@ -330,3 +330,34 @@ fn exit_without_finalize_leaves_spill_files() {
         recovered.iter().map(|r| (r + 1) * K).sum::<u64>()
     );
 }
+
+/// The heuristic on a real MPI code (the bundled stencil demo, 4 ranks): every
+/// stack is also unwound in full and compared. OpenMPI loads its plugins
+/// during MPI_Init, after the first stacks were taken; a stack cut short at
+/// such a plugin was once reused after the module table learned of it (97 %).
+#[test]
+fn heuristic_exact_on_the_mpi_stencil() {
+    let work = workdir("stencil");
+    let dir = work.path.clone();
+    let exe = compile("mpicc", "mpi_stencil.c", &dir);
+    let h5 = dir.join("job.h5");
+    let run = mpirun(
+        RANKS,
+        &exe,
+        &["100", "128"],
+        &[
+            ("WMHCCT_OUT", h5.to_str().unwrap()),
+            ("WMHCCT_UNWIND", "second"),
+            ("WMHCCT_VALIDATE", "1"),
+        ],
+        &dir,
+    );
+    assert_eq!(run.code, 0, "{}\n{}", run.stdout, run.stderr);
+    let r = report(&h5);
+    let u = &r["unwind"];
+    let validated = u["validated"].as_u64().unwrap();
+    let correct = u["correct"].as_u64().unwrap();
+    eprintln!("mpi_stencil, 4 ranks, second match: {correct} of {validated} stacks exact; {u}");
+    assert!(validated > 10_000, "{u}");
+    assert_eq!(correct, validated, "every validated stack exact: {u}");
+}
