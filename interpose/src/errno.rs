@@ -1,4 +1,5 @@
-//! errno, saved around the tracer's work so the program sees glibc's value.
+//! errno, saved around the tracer's work so the program sees the value its
+//! allocator left.
 
 /// Current errno.
 pub fn get() -> i32 {

@@ -1,6 +1,6 @@
 //! Every `extern "C"` symbol libwmhcct.so exports. Each is a few lines: call
-//! glibc, then hand the event to the core API in `tracer`, keeping errno as
-//! glibc left it.
+//! the next allocator (`next_alloc`), then hand the event to the core API in
+//! `tracer`, keeping errno as the allocator left it.
 
 use std::ffi::{c_int, c_void};
 
@@ -8,7 +8,7 @@ use wmhcct_format::AllocKind;
 
 use crate::deferred::{self, Op};
 use crate::guard::{self, Guard};
-use crate::{errno, mpi, real, tracer};
+use crate::{errno, mpi, next_alloc, tracer};
 
 #[inline(always)]
 fn record(kind: AllocKind, p: *mut c_void, size: usize) {
@@ -42,16 +42,14 @@ fn realloc_inside(kind: AllocKind, old: *mut c_void, size: usize, new: *mut c_vo
 
 #[cfg_attr(not(test), no_mangle)]
 pub extern "C" fn malloc(size: usize) -> *mut c_void {
-    // SAFETY: glibc's malloc has no preconditions.
-    let p = unsafe { real::__libc_malloc(size) };
+    let p = next_alloc::malloc(size);
     record(AllocKind::Malloc, p, size);
     p
 }
 
 #[cfg_attr(not(test), no_mangle)]
 pub extern "C" fn calloc(n: usize, size: usize) -> *mut c_void {
-    // SAFETY: glibc's calloc has no preconditions (it checks overflow).
-    let p = unsafe { real::__libc_calloc(n, size) };
+    let p = next_alloc::calloc(n, size);
     record(AllocKind::Calloc, p, n.wrapping_mul(size));
     p
 }
@@ -64,10 +62,10 @@ pub unsafe extern "C" fn realloc(old: *mut c_void, size: usize) -> *mut c_void {
     let at = tracer::current_regs();
     match Guard::acquire_event() {
         Some(g) => tracer::on_realloc(&g, at, AllocKind::Realloc, old, size, || unsafe {
-            real::__libc_realloc(old, size)
+            next_alloc::realloc(old, size)
         }),
         None => realloc_inside(AllocKind::Realloc, old, size, unsafe {
-            real::__libc_realloc(old, size)
+            next_alloc::realloc(old, size)
         }),
     }
 }
@@ -77,12 +75,12 @@ pub unsafe extern "C" fn realloc(old: *mut c_void, size: usize) -> *mut c_void {
 #[cfg_attr(not(test), no_mangle)]
 pub unsafe extern "C" fn reallocarray(old: *mut c_void, n: usize, size: usize) -> *mut c_void {
     // SAFETY (both calls): the caller passes NULL or a live block.
-    // On overflow glibc fails and keeps `old`: never "size 0".
+    // On overflow the call fails and keeps `old`: never "size 0".
     let bytes = n.saturating_mul(size);
     // glibc's reallocarray calls realloc through the PLT, i.e. ours: hidden,
     // so the one call is recorded once.
     // SAFETY: the caller passes NULL or a live block.
-    let call = || guard::hidden(|| unsafe { real::reallocarray(old, n, size) });
+    let call = || guard::hidden(|| unsafe { next_alloc::reallocarray(old, n, size) });
     let at = tracer::current_regs();
     match Guard::acquire_event() {
         Some(g) => tracer::on_realloc(&g, at, AllocKind::Reallocarray, old, bytes, call),
@@ -107,7 +105,7 @@ pub unsafe extern "C" fn free(p: *mut c_void) {
         }),
     }
     // SAFETY: the caller passes NULL or a live block.
-    unsafe { real::__libc_free(p) }
+    unsafe { next_alloc::free(p) }
 }
 
 /// # Safety
@@ -115,8 +113,8 @@ pub unsafe extern "C" fn free(p: *mut c_void) {
 #[cfg_attr(not(test), no_mangle)]
 pub unsafe extern "C" fn posix_memalign(out: *mut *mut c_void, align: usize, size: usize) -> c_int {
     // SAFETY: the caller passes a writable `out`.
-    let rc = unsafe { real::posix_memalign(out, align, size) };
-    // SAFETY: on success glibc stored the block in `out`.
+    let rc = unsafe { next_alloc::posix_memalign(out, align, size) };
+    // SAFETY: on success the allocator stored the block in `out`.
     let p = if rc == 0 {
         unsafe { *out }
     } else {
@@ -128,31 +126,28 @@ pub unsafe extern "C" fn posix_memalign(out: *mut *mut c_void, align: usize, siz
 
 #[cfg_attr(not(test), no_mangle)]
 pub extern "C" fn aligned_alloc(align: usize, size: usize) -> *mut c_void {
-    let p = real::aligned_alloc(align, size);
+    let p = next_alloc::aligned_alloc(align, size);
     record(AllocKind::AlignedAlloc, p, size);
     p
 }
 
 #[cfg_attr(not(test), no_mangle)]
 pub extern "C" fn memalign(align: usize, size: usize) -> *mut c_void {
-    // SAFETY: glibc's memalign validates its arguments.
-    let p = unsafe { real::__libc_memalign(align, size) };
+    let p = next_alloc::memalign(align, size);
     record(AllocKind::Memalign, p, size);
     p
 }
 
 #[cfg_attr(not(test), no_mangle)]
 pub extern "C" fn valloc(size: usize) -> *mut c_void {
-    // SAFETY: glibc's valloc has no preconditions.
-    let p = unsafe { real::__libc_valloc(size) };
+    let p = next_alloc::valloc(size);
     record(AllocKind::Valloc, p, size);
     p
 }
 
 #[cfg_attr(not(test), no_mangle)]
 pub extern "C" fn pvalloc(size: usize) -> *mut c_void {
-    // SAFETY: glibc's pvalloc has no preconditions.
-    let p = unsafe { real::__libc_pvalloc(size) };
+    let p = next_alloc::pvalloc(size);
     record(AllocKind::Pvalloc, p, size);
     p
 }

@@ -1,8 +1,10 @@
 //! `libwmhcct.so`: the LD_PRELOAD tracer.
 //!
 //! `exports` holds every exported C symbol; each calls the core API in
-//! `tracer`. The tracer's own allocations go straight to glibc through
-//! `real::LibcAllocator`; `guard::Guard` keeps the hooks from re-entering.
+//! `tracer`. The program's allocations are forwarded to the allocator it
+//! would have used without us (`next_alloc`); the tracer's own go straight
+//! to glibc through `real::LibcAllocator`; `guard::Guard` keeps the hooks
+//! from re-entering.
 
 mod clock;
 pub mod config;
@@ -23,6 +25,7 @@ pub mod modules;
 #[cfg_attr(test, allow(dead_code))]
 mod mpi;
 mod mpi_table;
+mod next_alloc;
 pub mod output;
 mod real;
 mod report;

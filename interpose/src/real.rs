@@ -1,14 +1,10 @@
-//! glibc's allocator, reached without going through our own exports.
-//!
-//! `__libc_*` entry points need no `dlsym` (which itself calls `calloc`).
-//! `posix_memalign`, `aligned_alloc` and `reallocarray` have no `__libc_`
-//! alias; they are looked up once in libc.so.6 (`glibc_symbol`) while the
-//! reentrancy guard is held, so the `calloc` inside `dlsym` goes straight to
-//! glibc.
+//! glibc's allocator, reached without going through our own exports: what
+//! the tracer's own Rust allocations use (`LibcAllocator`), and the last
+//! resort of `next_alloc` when no next allocator can be found. The
+//! program's calls go to the next allocator instead (`next_alloc`).
 
 use std::alloc::{GlobalAlloc, Layout};
-use std::ffi::{c_int, c_void};
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::ffi::c_void;
 
 extern "C" {
     pub fn __libc_malloc(size: usize) -> *mut c_void;
@@ -18,84 +14,6 @@ extern "C" {
     pub fn __libc_memalign(align: usize, size: usize) -> *mut c_void;
     pub fn __libc_valloc(size: usize) -> *mut c_void;
     pub fn __libc_pvalloc(size: usize) -> *mut c_void;
-}
-
-type PosixMemalignFn = unsafe extern "C" fn(*mut *mut c_void, usize, usize) -> c_int;
-type AlignedAllocFn = unsafe extern "C" fn(usize, usize) -> *mut c_void;
-type ReallocarrayFn = unsafe extern "C" fn(*mut c_void, usize, usize) -> *mut c_void;
-
-static POSIX_MEMALIGN: AtomicUsize = AtomicUsize::new(0);
-static ALIGNED_ALLOC: AtomicUsize = AtomicUsize::new(0);
-static REALLOCARRAY: AtomicUsize = AtomicUsize::new(0);
-
-fn next_symbol(cache: &AtomicUsize, name: &'static [u8]) -> usize {
-    match std::ffi::CStr::from_bytes_with_nul(name) {
-        Ok(n) => glibc_symbol(cache, n),
-        Err(_) => 0,
-    }
-}
-
-/// glibc's definition of `name`, looked up in libc.so.6 itself: not with
-/// `RTLD_NEXT`, which would find another allocator preloaded after us
-/// (`LD_PRELOAD="libwmhcct.so libjemalloc.so.2"`) and mix its blocks with
-/// glibc's.
-pub fn glibc_symbol(cache: &AtomicUsize, name: &std::ffi::CStr) -> usize {
-    let f = cache.load(Ordering::Acquire);
-    if f != 0 {
-        return f;
-    }
-    // Hold the guard (if we can) so the loader's own calloc is not traced.
-    let _g = crate::guard::Guard::acquire();
-    // SAFETY: RTLD_NOLOAD returns the already loaded libc (or NULL); dlsym
-    // on that handle (or RTLD_NEXT as a fallback) with a NUL-terminated name.
-    let f = unsafe {
-        let h = libc::dlopen(c"libc.so.6".as_ptr(), libc::RTLD_LAZY | libc::RTLD_NOLOAD);
-        let h = if h.is_null() { libc::RTLD_NEXT } else { h };
-        libc::dlsym(h, name.as_ptr())
-    } as usize;
-    cache.store(f, Ordering::Release);
-    f
-}
-
-/// glibc's `posix_memalign`.
-///
-/// # Safety
-/// As for `posix_memalign`: `memptr` must be valid for a write.
-pub unsafe fn posix_memalign(memptr: *mut *mut c_void, align: usize, size: usize) -> c_int {
-    match next_symbol(&POSIX_MEMALIGN, b"posix_memalign\0") {
-        0 => libc::ENOMEM,
-        // SAFETY: the symbol has this C signature; caller upholds its contract.
-        f => unsafe { std::mem::transmute::<usize, PosixMemalignFn>(f)(memptr, align, size) },
-    }
-}
-
-/// glibc's `aligned_alloc`.
-pub fn aligned_alloc(align: usize, size: usize) -> *mut c_void {
-    match next_symbol(&ALIGNED_ALLOC, b"aligned_alloc\0") {
-        // SAFETY: plain C allocator call.
-        0 => unsafe { __libc_memalign(align, size) },
-        // SAFETY: the symbol has this C signature.
-        f => unsafe { std::mem::transmute::<usize, AlignedAllocFn>(f)(align, size) },
-    }
-}
-
-/// glibc's `reallocarray`.
-///
-/// # Safety
-/// As for `realloc`: `p` is NULL or a live block from this allocator.
-pub unsafe fn reallocarray(p: *mut c_void, n: usize, size: usize) -> *mut c_void {
-    match next_symbol(&REALLOCARRAY, b"reallocarray\0") {
-        0 => match n.checked_mul(size) {
-            // SAFETY: caller upholds realloc's contract.
-            Some(total) => unsafe { __libc_realloc(p, total) },
-            None => {
-                crate::errno::set(libc::ENOMEM);
-                std::ptr::null_mut()
-            }
-        },
-        // SAFETY: the symbol has this C signature; caller upholds its contract.
-        f => unsafe { std::mem::transmute::<usize, ReallocarrayFn>(f)(p, n, size) },
-    }
 }
 
 /// The tracer's own Rust allocations go straight to glibc, never through the
