@@ -70,7 +70,13 @@ impl PtrTable {
 
     fn dist(&self, key: u64, pos: usize) -> usize {
         let cap = self.entries.len();
-        (pos + cap - home(key, cap)) % cap
+        // `pos` and the home slot are below `cap`: one wrap at most (no division).
+        let d = pos + cap - home(key, cap);
+        if d >= cap {
+            d - cap
+        } else {
+            d
+        }
     }
 
     fn next(&self, pos: usize) -> usize {

@@ -73,6 +73,13 @@ impl Bins {
     /// over from before). An earlier time (threads race to the lock) lands
     /// in its own, earlier bin.
     pub fn advance(&mut self, t_ns: u64, live: u64) -> usize {
+        if let Some(last) = self.len.checked_sub(1) {
+            // Most events fall in the current bin: no division.
+            let start = (last as u64).saturating_mul(self.width);
+            if t_ns >= start && t_ns - start < self.width {
+                return last;
+            }
+        }
         let mut i = t_ns / self.width;
         while i >= self.cap() as u64 {
             self.double();
