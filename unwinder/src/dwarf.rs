@@ -50,6 +50,7 @@ impl<'a> DwarfSteps<'a> {
 }
 
 impl StepUnwinder for DwarfSteps<'_> {
+    #[inline]
     fn step<R: ReadStack + ?Sized>(&mut self, read: &mut R) -> Step {
         let Some(address) = self.next else {
             return Step::End;

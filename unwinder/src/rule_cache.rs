@@ -86,15 +86,18 @@ impl RuleCache {
         }
     }
 
+    #[inline]
     fn key(address: FrameAddress) -> u64 {
         (address.address_for_lookup() << 1) | u64::from(!address.is_return_address())
     }
 
+    #[inline]
     fn index(key: u64) -> usize {
         (key.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> (64 - SLOTS.trailing_zeros())) as usize
     }
 
     /// The rule for `address` in module table `table`, learned on a miss.
+    #[inline]
     pub(crate) fn rule(
         &mut self,
         unwinder: &DwarfUnwinder,
@@ -169,6 +172,8 @@ fn infer(sp: u64, bp: u64, result: (Option<u64>, u64, u64)) -> Rule {
     }
 }
 
+#[cold]
+#[inline(never)]
 fn learn(unwinder: &DwarfUnwinder, framehop: &mut DwarfCache, address: FrameAddress) -> Rule {
     // Two probes with different, differently aligned registers must agree.
     let (sp1, bp1) = (0x0000_1000_0000_0000u64, 0x0000_2000_0000_0000u64);
@@ -187,6 +192,7 @@ fn learn(unwinder: &DwarfUnwinder, framehop: &mut DwarfCache, address: FrameAddr
 }
 
 /// Execute `rule` as framehop executes the corresponding rule of its own.
+#[inline]
 pub(crate) fn exec<R: ReadStack + ?Sized>(
     rule: Rule,
     is_first_frame: bool,
