@@ -210,6 +210,15 @@ pub unsafe fn free(p: *mut c_void) {
     )
 }
 
+/// `memalign`/`aligned_alloc` from the bootstrap arena (before the next
+/// allocator is known).
+fn boot_aligned(align: usize, size: usize) -> *mut c_void {
+    match memalign_alignment(align) {
+        Some(a) => BOOT.alloc(size, a),
+        None => fail(libc::EINVAL),
+    }
+}
+
 /// Next `memalign`.
 #[inline(always)]
 pub fn memalign(align: usize, size: usize) -> *mut c_void {
@@ -217,10 +226,7 @@ pub fn memalign(align: usize, size: usize) -> *mut c_void {
         F::Memalign,
         // SAFETY: the slot holds a `memalign`; it validates its arguments.
         |f| unsafe { std::mem::transmute::<usize, AlignFn>(f)(align, size) },
-        || match memalign_alignment(align) {
-            Some(a) => BOOT.alloc(size, a),
-            None => fail(libc::EINVAL),
-        },
+        || boot_aligned(align, size),
     )
 }
 
@@ -258,10 +264,7 @@ pub fn aligned_alloc(align: usize, size: usize) -> *mut c_void {
         // SAFETY: the slot holds an `aligned_alloc`; it validates its
         // arguments.
         |f| unsafe { std::mem::transmute::<usize, AlignFn>(f)(align, size) },
-        || match memalign_alignment(align) {
-            Some(a) => BOOT.alloc(size, a),
-            None => fail(libc::EINVAL),
-        },
+        || boot_aligned(align, size),
     )
 }
 

@@ -21,16 +21,7 @@
 #include <string.h>
 #include <unistd.h>
 
-static char out[16384];
-static size_t out_len;
-
-static void say(const char *fmt, ...) {
-    va_list ap;
-    va_start(ap, fmt);
-    int n = vsnprintf(out + out_len, sizeof out - out_len, fmt, ap);
-    va_end(ap);
-    if (n > 0) out_len += (size_t)n;
-}
+#include "say.h"
 
 enum { MALLOC, CALLOC, REALLOC, FREE, POSIX_MEMALIGN, ALIGNED_ALLOC, MEMALIGN, VALLOC, PVALLOC, REALLOCARRAY, NKINDS };
 static const char *names[NKINDS] = {"malloc", "calloc", "realloc", "free", "posix_memalign",
@@ -137,6 +128,6 @@ int main(void) {
     say("free(NULL) keeps errno: %d\n", errno == ENOENT);
 
     for (int k = 0; k < NKINDS; k++) say("CALLS %s %lu %lu\n", names[k], calls[k], bytes[k]);
-    if (write(1, out, out_len) != (ssize_t)out_len) return 3;
+    if (say_flush() != 0) return 3;
     return 0;
 }

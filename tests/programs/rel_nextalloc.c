@@ -26,16 +26,7 @@
 #include <string.h>
 #include <unistd.h>
 
-static char out[16384];
-static size_t out_len;
-
-static void say(const char *fmt, ...) {
-    va_list ap;
-    va_start(ap, fmt);
-    int n = vsnprintf(out + out_len, sizeof out - out_len, fmt, ap);
-    va_end(ap);
-    if (n > 0) out_len += (size_t)n;
-}
+#include "say.h"
 
 typedef int (*mallctl_fn)(const char *, void *, size_t *, void *, size_t);
 typedef size_t (*sallocx_fn)(const void *, int);
@@ -178,6 +169,6 @@ int main(int argc, char **argv) {
         standard();
     }
     for (int k = 0; k < NKINDS; k++) say("CALLS %s %lu %lu\n", names[k], calls[k], bytes[k]);
-    if (write(1, out, out_len) != (ssize_t)out_len) return 3;
+    if (say_flush() != 0) return 3;
     return 0;
 }

@@ -460,3 +460,20 @@ pub fn alloc_totals(r: &Value) -> String {
         .collect::<Vec<_>>()
         .join(" ")
 }
+
+/// `CALLS <function> <calls> <bytes>` lines of a test program's output
+/// (allocators.c, rel_nextalloc.c): function, calls, bytes.
+pub fn calls_made(stdout: &str) -> Vec<(String, u64, u64)> {
+    stdout
+        .lines()
+        .filter_map(|l| l.strip_prefix("CALLS "))
+        .map(|l| {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            (
+                f[0].to_string(),
+                f[1].parse().unwrap(),
+                f[2].parse().unwrap(),
+            )
+        })
+        .collect()
+}

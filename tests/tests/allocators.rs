@@ -5,22 +5,6 @@
 
 use wmhcct_e2e::*;
 
-/// `CALLS <function> <calls> <bytes>` lines of the program's output.
-fn calls(stdout: &str) -> Vec<(String, u64, u64)> {
-    stdout
-        .lines()
-        .filter_map(|l| l.strip_prefix("CALLS "))
-        .map(|l| {
-            let f: Vec<&str> = l.split_whitespace().collect();
-            (
-                f[0].to_string(),
-                f[1].parse().unwrap(),
-                f[2].parse().unwrap(),
-            )
-        })
-        .collect()
-}
-
 #[test]
 fn every_entry_point_same_results_and_exact_counts() {
     let w = WorkDir::new("allocators");
@@ -44,7 +28,7 @@ fn every_entry_point_same_results_and_exact_counts() {
     assert_clean_stderr(&traced, &h5);
 
     let r = report_json(&h5);
-    let made = calls(&plain.stdout);
+    let made = calls_made(&plain.stdout);
     assert_eq!(made.len(), 10, "{}", plain.stdout);
     let mut wrong = Vec::new();
     for (kind, n, bytes) in &made {

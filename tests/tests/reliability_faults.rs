@@ -119,22 +119,6 @@ fn preload_pair(first: &str, second: &str) -> String {
     format!("{first} {second}")
 }
 
-/// `CALLS <function> <calls> <bytes>` lines of a program's output.
-fn calls_made(stdout: &str) -> Vec<(String, u64, u64)> {
-    stdout
-        .lines()
-        .filter_map(|l| l.strip_prefix("CALLS "))
-        .map(|l| {
-            let f: Vec<&str> = l.split_whitespace().collect();
-            (
-                f[0].to_string(),
-                f[1].parse().unwrap(),
-                f[2].parse().unwrap(),
-            )
-        })
-        .collect()
-}
-
 /// The report counts exactly the calls the program says it made (bytes of
 /// the successful ones), plus the allocations of constructors the loader
 /// ran before `main` (jemalloc depends on libstdc++, whose emergency
