@@ -70,13 +70,67 @@ pub fn label(innermost_first: &[StackFrame], kind: &str) -> (String, String) {
 /// `function (module)`, shortened to `max` characters.
 pub fn short_label(innermost_first: &[StackFrame], kind: &str, max: usize) -> String {
     let (f, m) = label(innermost_first, kind);
-    let f = strip_args(&f);
-    let s = if m.is_empty() {
-        f
+    ellipsize(&join(&strip_args(&f), &m), max)
+}
+
+/// [`short_label`] for each of several contexts, made distinct where they
+/// would read the same: colliding labels get the call site in the labelled
+/// frame (`f:88 (module)`, or `f@0x1a2b` without line information), and if
+/// that is not enough the next meaningful caller (`f:88 ← g (module)`), so
+/// that a plot does not show two bars under one name.
+pub fn distinct_labels(contexts: &[(&[StackFrame], &str)], max: usize) -> Vec<String> {
+    let plain: Vec<String> = contexts
+        .iter()
+        .map(|(st, kind)| short_label(st, kind, usize::MAX))
+        .collect();
+    let collides = |v: &[String], i: usize| v.iter().filter(|x| **x == v[i]).count() > 1;
+    // Per context: the labelled frame's name, line and next meaningful caller.
+    let parts: Vec<(String, String, Option<String>, Option<String>)> = contexts
+        .iter()
+        .map(|(st, kind)| {
+            let (f, m) = label(st, kind);
+            let pick = st.iter().position(|fr| !is_wrapper(fr));
+            // The call site: its source line, else its module-relative address.
+            let line = pick.map(|k| match st[k].line {
+                0 => format!("@{:#x}", st[k].address),
+                l => format!(":{l}"),
+            });
+            let caller = pick
+                .and_then(|k| st[k + 1..].iter().find(|fr| !is_wrapper(fr)))
+                .map(|fr| strip_args(&crate::stacks::frame_name(fr)));
+            (strip_args(&f), m, line, caller)
+        })
+        .collect();
+    let with_line: Vec<String> = (0..contexts.len())
+        .map(|i| {
+            let (f, m, line, _) = &parts[i];
+            match line {
+                Some(l) if collides(&plain, i) => join(&format!("{f}{l}"), m),
+                _ => plain[i].clone(),
+            }
+        })
+        .collect();
+    let out: Vec<String> = (0..contexts.len())
+        .map(|i| {
+            let (f, m, line, caller) = &parts[i];
+            match caller {
+                Some(c) if collides(&with_line, i) => {
+                    let f = line.as_ref().map_or(f.clone(), |l| format!("{f}{l}"));
+                    join(&format!("{f} ← {c}"), m)
+                }
+                _ => with_line[i].clone(),
+            }
+        })
+        .collect();
+    out.iter().map(|s| ellipsize(s, max)).collect()
+}
+
+fn join(f: &str, m: &str) -> String {
+    if m.is_empty() {
+        f.to_string()
     } else {
         format!("{f} ({m})")
-    };
-    ellipsize(&s, max)
+    }
 }
 
 /// `ns::f(int, double)` → `ns::f`; leaves `operator()` and templates alone.
@@ -165,6 +219,61 @@ mod tests {
         assert_eq!(label(&only, "malloc").0, "malloc");
         let unknown = [f("??", "")];
         assert!(label(&unknown, "malloc").0.starts_with("??"));
+    }
+
+    #[test]
+    fn colliding_labels_get_line_then_caller() {
+        let at = |function: &str, line: u32| StackFrame {
+            line,
+            ..f(function, "/app")
+        };
+        let a = [
+            f("malloc", "/lib/libc.so.6"),
+            at("halo", 10),
+            at("relax", 5),
+        ];
+        let b = [
+            f("malloc", "/lib/libc.so.6"),
+            at("halo", 20),
+            at("relax", 5),
+        ];
+        let c = [at("halo", 10), at("main", 7)];
+        let d = [at("solve", 3)];
+        let e = [f("init", "/lib/libx.so"), f("rte", "/lib/libx.so")];
+        let g = [
+            StackFrame {
+                address: 0x1a2b,
+                ..f("init", "/lib/libx.so")
+            },
+            f("rte", "/lib/libx.so"),
+        ];
+        let got = distinct_labels(
+            &[
+                (&a, "malloc"),
+                (&b, "malloc"),
+                (&c, "free"),
+                (&d, "malloc"),
+                (&e, "malloc"),
+                (&g, "malloc"),
+            ],
+            80,
+        );
+        assert_eq!(
+            got,
+            [
+                "halo:10 ← relax (app)",
+                "halo:20 (app)",
+                "halo:10 ← main (app)",
+                "solve (app)",
+                "init@0x0 (libx.so)",
+                "init@0x1a2b (libx.so)"
+            ]
+        );
+        // Nothing to tell apart: left as is.
+        assert_eq!(
+            distinct_labels(&[(&a, "malloc"), (&a, "malloc")], 80)[0],
+            "halo:10 ← relax (app)"
+        );
     }
 
     #[test]

@@ -6,7 +6,7 @@ use plotters::coord::Shift;
 use plotters::prelude::*;
 
 use crate::contexts::Context;
-use crate::label::short_label;
+use crate::label::distinct_labels;
 use crate::plot::{font, mib, pe, upper, Data, Plot};
 use crate::plot_title::title;
 
@@ -68,10 +68,11 @@ where
         return Ok(());
     }
     let n = items.len();
-    let labels: Vec<String> = items
+    let stacks: Vec<(&[_], &str)> = items
         .iter()
-        .map(|c| short_label(&c.stack, &c.kind, LABEL_CHARS))
+        .map(|c| (c.stack.as_slice(), c.kind.as_str()))
         .collect();
+    let labels = distinct_labels(&stacks, LABEL_CHARS);
     let xmax = items.iter().map(|c| value(c)).fold(0.0, f64::max);
     let mut chart = ChartBuilder::on(area)
         .margin(12)
