@@ -10,7 +10,7 @@ extern "C" fn before_fork() {
         // Take every tracer lock so the child never inherits one held by a
         // thread that does not exist there. Same order as everywhere else:
         // the module table is never held while waiting for the core.
-        t.modules.raw_write_lock();
+        t.modules.raw_lock();
         t.core.raw_lock();
     }
 }
@@ -18,14 +18,14 @@ extern "C" fn before_fork() {
 extern "C" fn after_fork_parent() {
     if let Some(t) = tracer::running() {
         t.core.raw_unlock();
-        t.modules.raw_write_unlock();
+        t.modules.raw_unlock();
     }
 }
 
 extern "C" fn after_fork_child() {
     if let Some(t) = tracer::running() {
         t.core.raw_unlock();
-        t.modules.raw_write_unlock();
+        t.modules.raw_unlock();
         // The child keeps tracing (its report starts with the parent's
         // history up to the fork) and writes under its own pid.
         t.descendant.store(true, Ordering::Release);

@@ -82,106 +82,6 @@ impl<T> Drop for SpinGuard<'_, T> {
     }
 }
 
-const WRITER: u32 = 1 << 31;
-
-/// A readers-writer lock around `T` (the module table: read on every unwind,
-/// written when libraries are loaded or unloaded).
-pub struct SpinRwLock<T> {
-    state: AtomicU32,
-    value: UnsafeCell<T>,
-}
-
-// SAFETY: shared access only under reader counts, exclusive under WRITER.
-unsafe impl<T: Send + Sync> Sync for SpinRwLock<T> {}
-
-impl<T> SpinRwLock<T> {
-    pub const fn new(value: T) -> Self {
-        SpinRwLock {
-            state: AtomicU32::new(0),
-            value: UnsafeCell::new(value),
-        }
-    }
-
-    pub fn read(&self) -> ReadGuard<'_, T> {
-        let mut spins = 0;
-        loop {
-            let s = self.state.load(Ordering::Relaxed);
-            if s & WRITER == 0
-                && self
-                    .state
-                    .compare_exchange_weak(s, s + 1, Ordering::Acquire, Ordering::Relaxed)
-                    .is_ok()
-            {
-                return ReadGuard { lock: self };
-            }
-            backoff(&mut spins);
-        }
-    }
-
-    pub fn write(&self) -> WriteGuard<'_, T> {
-        self.raw_write_lock();
-        WriteGuard { lock: self }
-    }
-
-    pub fn raw_write_lock(&self) {
-        let mut spins = 0;
-        while self
-            .state
-            .compare_exchange_weak(0, WRITER, Ordering::Acquire, Ordering::Relaxed)
-            .is_err()
-        {
-            backoff(&mut spins);
-        }
-    }
-
-    pub fn raw_write_unlock(&self) {
-        self.state.store(0, Ordering::Release);
-    }
-}
-
-pub struct ReadGuard<'a, T> {
-    lock: &'a SpinRwLock<T>,
-}
-
-impl<T> Deref for ReadGuard<'_, T> {
-    type Target = T;
-    fn deref(&self) -> &T {
-        // SAFETY: a reader count is held, so no writer has exclusive access.
-        unsafe { &*self.lock.value.get() }
-    }
-}
-
-impl<T> Drop for ReadGuard<'_, T> {
-    fn drop(&mut self) {
-        self.lock.state.fetch_sub(1, Ordering::Release);
-    }
-}
-
-pub struct WriteGuard<'a, T> {
-    lock: &'a SpinRwLock<T>,
-}
-
-impl<T> Deref for WriteGuard<'_, T> {
-    type Target = T;
-    fn deref(&self) -> &T {
-        // SAFETY: WRITER is held exclusively.
-        unsafe { &*self.lock.value.get() }
-    }
-}
-
-impl<T> DerefMut for WriteGuard<'_, T> {
-    fn deref_mut(&mut self) -> &mut T {
-        // SAFETY: WRITER is held exclusively.
-        unsafe { &mut *self.lock.value.get() }
-    }
-}
-
-impl<T> Drop for WriteGuard<'_, T> {
-    fn drop(&mut self) {
-        self.lock.raw_write_unlock();
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -204,17 +104,5 @@ mod tests {
             h.join().unwrap();
         }
         assert_eq!(*m.lock(), 40_000);
-    }
-
-    #[test]
-    fn rwlock_readers_share_writer_excludes() {
-        let l = SpinRwLock::new(1u32);
-        {
-            let a = l.read();
-            let b = l.read();
-            assert_eq!(*a + *b, 2);
-        }
-        *l.write() = 5;
-        assert_eq!(*l.read(), 5);
     }
 }

@@ -23,6 +23,9 @@ pub struct ThreadState {
     pub reported: UnwindStats,
     /// Counted in the process's thread total.
     pub counted: bool,
+    /// The module table this thread unwinds with, and its generation
+    /// (`Tracer::modules_gen`).
+    pub modules: Option<(u64, std::sync::Arc<wmhcct_unwinder::Modules>)>,
     rng: u64,
 }
 
@@ -55,6 +58,7 @@ impl ThreadState {
             stack_hi: stack_top(),
             reported: UnwindStats::default(),
             counted: false,
+            modules: None,
             // SAFETY: pthread_self has no preconditions.
             rng: (unsafe { libc::pthread_self() } as u64) | 1,
         }

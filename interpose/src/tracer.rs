@@ -5,7 +5,8 @@
 use std::ffi::c_void;
 use std::ops::Range;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU8, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU64, AtomicU8, Ordering};
+use std::sync::Arc;
 
 use wmhcct_collector::{Collector, CollectorConfig, SeriesConfig};
 use wmhcct_format::{AllocKind, ALLOC_KINDS, MPI_KINDS};
@@ -14,7 +15,7 @@ use wmhcct_unwinder::{Modules, Regs, Stop, UnwindStats};
 use crate::config::{Config, UnwindMode};
 use crate::deferred::Op;
 use crate::guard::Guard;
-use crate::lock::{SpinMutex, SpinRwLock};
+use crate::lock::SpinMutex;
 use crate::modules;
 use crate::thread::{Slot, ThreadState};
 
@@ -36,7 +37,13 @@ pub struct Core {
 pub struct Tracer {
     pub config: Config,
     pub core: SpinMutex<Core>,
-    pub modules: SpinRwLock<Modules>,
+    /// The module table, replaced whole when the loader's objects change.
+    /// Threads keep their own reference (`ThreadState::modules`) and take
+    /// this lock only when `modules_gen` says the table changed, so an
+    /// event costs no atomic read-modify-write for it.
+    pub modules: SpinMutex<Arc<Modules>>,
+    /// Bumped (under the lock) after every replacement of `modules`.
+    pub modules_gen: AtomicU64,
     /// Our own code: leaf frames there are the tracer's, not the program's.
     pub self_text: Range<u64>,
     pub start_mono_ns: u64,
@@ -187,7 +194,8 @@ fn init() -> Tracer {
             records,
             generation: modules::generation(),
         }),
-        modules: SpinRwLock::new(unwind_modules),
+        modules: SpinMutex::new(Arc::new(unwind_modules)),
+        modules_gen: AtomicU64::new(0),
         self_text,
         start_mono_ns: now_mono_ns(),
         start_unix_ns: now_unix_ns(),
@@ -213,7 +221,11 @@ pub fn refresh_modules(t: &Tracer) -> bool {
         fresh.push(m.record);
         table.add(m.unwind);
     }
-    *t.modules.write() = table;
+    {
+        let mut m = t.modules.lock();
+        *m = Arc::new(table);
+        t.modules_gen.fetch_add(1, Ordering::Release);
+    }
     let mut core = t.core.lock();
     for r in fresh {
         if !core.records.contains(&r) {
@@ -266,20 +278,35 @@ fn capture(t: &Tracer, ts: &mut ThreadState, now: u64, regs: Regs) -> usize {
         }
     };
     let mut cap = {
-        let m = t.modules.read();
+        let m = thread_modules(t, &mut ts.modules);
         ts.unwinder
-            .capture(&m, regs, t.self_text.clone(), &mut read, now, validate)
+            .capture(m, regs, t.self_text.clone(), &mut read, now, validate)
     };
     // An address in no known module: perhaps an object loaded since (MPI
     // loads its plugins late). Re-read the table if the loader changed.
     if matches!(ts.unwinder.last_stop(), Stop::OutsideModules(_)) && refresh_modules(t) {
-        let m = t.modules.read();
+        let m = thread_modules(t, &mut ts.modules);
         cap = ts
             .unwinder
-            .capture(&m, regs, t.self_text.clone(), &mut read, now, validate);
+            .capture(m, regs, t.self_text.clone(), &mut read, now, validate);
     }
     ts.frames.extend(ts.unwinder.frames().iter().map(|f| f.ra));
     cap.unchanged_root.min(ts.frames.len())
+}
+
+/// The thread's reference to the current module table, renewed (under the
+/// lock) only when the table changed since the thread last looked.
+fn thread_modules<'a>(t: &Tracer, cached: &'a mut Option<(u64, Arc<Modules>)>) -> &'a Modules {
+    let gen = t.modules_gen.load(Ordering::Acquire);
+    if cached.as_ref().is_some_and(|(g, _)| *g != gen) {
+        *cached = None;
+    }
+    let (_, m) = cached.get_or_insert_with(|| {
+        let m = t.modules.lock();
+        // The generation read under the lock belongs to this table.
+        (t.modules_gen.load(Ordering::Acquire), Arc::clone(&m))
+    });
+    m
 }
 
 fn add_stats(acc: &mut UnwindStats, d: &UnwindStats) {
