@@ -7,114 +7,40 @@
 //! doubles, an MPI_Bcast of 100 ints, an MPI_Allreduce of 1 double and an
 //! MPI_Barrier per rank.
 
-use std::path::{Path, PathBuf};
-use std::process::Command;
+mod mpi_common;
 
+use std::path::Path;
+
+use mpi_common::*;
 use serde_json::Value;
-use wmhcct_e2e::WorkDir;
+use wmhcct_e2e::*;
 
 const RANKS: u64 = 4;
 const K: u64 = 100;
-
-fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .unwrap()
-        .to_path_buf()
-}
-
-fn built(name: &str) -> PathBuf {
-    let p = root().join("target/release").join(name);
-    assert!(
-        p.exists(),
-        "{} is missing: run cargo build --release first",
-        p.display()
-    );
-    p
-}
 
 /// A scratch directory, removed when the test passes (kept when it fails).
 fn workdir(name: &str) -> WorkDir {
     WorkDir::new(&format!("mpi-{name}"))
 }
 
-fn compile(compiler: &str, src: &str, dir: &Path) -> PathBuf {
-    let exe = dir.join(Path::new(src).file_stem().unwrap());
-    let out = Command::new(compiler)
-        .current_dir(dir)
-        .args(["-g", "-O1", "-fno-omit-frame-pointer", "-o"])
-        .arg(&exe)
-        .arg(root().join("tests/programs").join(src))
-        .output()
-        .unwrap_or_else(|e| panic!("{compiler}: {e}"));
-    assert!(
-        out.status.success(),
-        "{compiler} {src}: {}",
-        String::from_utf8_lossy(&out.stderr)
+/// A traced 4-rank run of `exe args` in `dir`, writing `report`.
+fn traced(exe: &Path, args: &[&str], dir: &Path, report: &Path, env: &[(&str, &str)]) -> Output {
+    mpirun(RANKS as u32, exe, args, dir, Some(report), env)
+}
+
+/// `wmhcct merge <spill> -o <merged>`, which must succeed.
+fn merge(spill: &Path, merged: &Path, dir: &Path) {
+    let (spill, merged) = (spill.to_str().unwrap(), merged.to_str().unwrap());
+    let out = run_cmd(
+        &mut command(bin(), &["merge", spill, "-o", merged], dir),
+        TIMEOUT,
     );
-    exe
+    assert_eq!(out.code, 0, "{}", out.describe());
 }
 
-struct Run {
-    code: i32,
-    stdout: String,
-    stderr: String,
-}
-
-fn mpirun(np: u64, exe: &Path, args: &[&str], env: &[(&str, &str)], dir: &Path) -> Run {
-    let mut c = Command::new("mpirun");
-    c.current_dir(dir)
-        .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
-        .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
-        .args(["-np", &np.to_string(), "--oversubscribe"])
-        .arg("-x")
-        .arg(format!("LD_PRELOAD={}", built("libwmhcct.so").display()));
-    for (k, v) in env {
-        c.arg("-x").arg(format!("{k}={v}"));
-    }
-    let out = c.arg(exe).args(args).output().expect("mpirun");
-    Run {
-        code: out.status.code().unwrap_or(-1),
-        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
-    }
-}
-
-fn report(h5: &Path) -> Value {
-    let out = Command::new(built("wmhcct"))
-        .arg("report")
-        .arg(h5)
-        .arg("--json")
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "wmhcct report {}: {}",
-        h5.display(),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    serde_json::from_slice(&out.stdout).unwrap()
-}
-
-/// The context whose innermost frame of ours is `func`, of allocator `kind`.
+/// The first context of allocator `kind` whose stack goes through `func`.
 fn context<'a>(r: &'a Value, func: &str, kind: &str) -> Option<&'a Value> {
-    r["contexts"].as_array()?.iter().find(|c| {
-        c["kind"] == kind
-            && c["stack"]
-                .as_array()
-                .map(|s| {
-                    s.iter().any(|f| {
-                        f["function"].as_str().is_some_and(|n| {
-                            // C++ names carry their parameter list.
-                            let n = n.split('(').next().unwrap_or(n);
-                            n == func
-                                || n.ends_with(&format!("::{func}"))
-                                || n.ends_with(&format!("_MOD_{func}"))
-                        })
-                    })
-                })
-                .unwrap_or(false)
-    })
+    contexts_with(r, kind, func).into_iter().next()
 }
 
 fn check_pattern(r: &Value, alloc_kind: &str, size_a: u64, size_b: u64) {
@@ -164,38 +90,17 @@ fn check_pattern(r: &Value, alloc_kind: &str, size_a: u64, size_b: u64) {
 fn run_pattern(compiler: &str, src: &str, alloc_kind: &str, size_a: u64, size_b: u64) {
     let work = workdir(src);
     let dir = work.path.clone();
-    let exe = compile(compiler, src, &dir);
+    let exe = mpi_compile(compiler, src, &dir, &[]);
     let h5 = dir.join("job.h5");
-    let run = mpirun(
-        RANKS,
-        &exe,
-        &[],
-        &[("WMHCCT_OUT", h5.to_str().unwrap())],
-        &dir,
-    );
-    assert_eq!(run.code, 0, "{}\n{}", run.stdout, run.stderr);
+    let run = traced(&exe, &[], &dir, &h5, &[]);
     assert!(
         run.stdout.contains(&format!("done on {RANKS} ranks")),
         "{}",
-        run.stdout
+        run.describe()
     );
-    let closing: Vec<&str> = run
-        .stderr
-        .lines()
-        .filter(|l| l.starts_with("wmhcct:"))
-        .collect();
-    assert_eq!(
-        closing.len(),
-        1,
-        "one closing line from rank 0 only: {}",
-        run.stderr
-    );
-    assert!(closing[0].contains("job.h5"), "{}", closing[0]);
-    assert!(
-        !dir.join("job.h5.spill").exists(),
-        "no spill files after a clean run"
-    );
-    check_pattern(&report(&h5), alloc_kind, size_a, size_b);
+    // Exit 0, one closing line (rank 0's) naming the report, no spill files.
+    assert_clean_job(&run, &h5);
+    check_pattern(&report_json(&h5), alloc_kind, size_a, size_b);
 }
 
 #[test]
@@ -224,15 +129,9 @@ fn fortran_mpi_f08_four_ranks() {
 fn abort_leaves_mergeable_spill_files() {
     let work = workdir("abort");
     let dir = work.path.clone();
-    let exe = compile("mpicc", "mpi_pattern.c", &dir);
+    let exe = mpi_compile("mpicc", "mpi_pattern.c", &dir, &[]);
     let h5 = dir.join("job.h5");
-    let run = mpirun(
-        RANKS,
-        &exe,
-        &["100", "abort"],
-        &[("WMHCCT_OUT", h5.to_str().unwrap())],
-        &dir,
-    );
+    let run = traced(&exe, &["100", "abort"], &dir, &h5, &[]);
     assert_ne!(run.code, 0);
     let spill = dir.join("job.h5.spill");
     let files: Vec<_> = std::fs::read_dir(&spill)
@@ -245,19 +144,8 @@ fn abort_leaves_mergeable_spill_files() {
         run.stderr
     );
     let merged = dir.join("merged.h5");
-    let out = Command::new(built("wmhcct"))
-        .arg("merge")
-        .arg(&spill)
-        .arg("-o")
-        .arg(&merged)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let r = report(&merged);
+    merge(&spill, &merged, &dir);
+    let r = report_json(&merged);
     assert!(r["ranks"].as_u64().unwrap() >= 1);
     let a = context(&r, "ctx_a", "malloc").expect("context A survives in the spill");
     assert!(a["count"].as_u64().unwrap() >= K);
@@ -268,15 +156,9 @@ fn abort_leaves_mergeable_spill_files() {
 fn exit_without_finalize_leaves_spill_files() {
     let work = workdir("noexit");
     let dir = work.path.clone();
-    let exe = compile("mpicc", "mpi_pattern.c", &dir);
+    let exe = mpi_compile("mpicc", "mpi_pattern.c", &dir, &[]);
     let h5 = dir.join("job.h5");
-    let _ = mpirun(
-        RANKS,
-        &exe,
-        &["100", "noexit"],
-        &[("WMHCCT_OUT", h5.to_str().unwrap())],
-        &dir,
-    );
+    let _ = traced(&exe, &["100", "noexit"], &dir, &h5, &[]);
     let spill = dir.join("job.h5.spill");
     // Once the first rank is gone mpirun tears the others down; a rank
     // killed before its exit-time spill leaves nothing (and never a partial
@@ -309,19 +191,8 @@ fn exit_without_finalize_leaves_spill_files() {
         );
     }
     let merged = dir.join("merged.h5");
-    let out = Command::new(built("wmhcct"))
-        .arg("merge")
-        .arg(&spill)
-        .arg("-o")
-        .arg(&merged)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let r = report(&merged);
+    merge(&spill, &merged, &dir);
+    let r = report_json(&merged);
     assert_eq!(r["ranks"], names.len() as u64);
     // Exact for the ranks recovered: rank r allocated (r+1)·K times in A.
     let recovered: Vec<u64> = r["ranks_detail"]
@@ -345,21 +216,17 @@ fn exit_without_finalize_leaves_spill_files() {
 fn heuristic_exact_on_the_mpi_stencil() {
     let work = workdir("stencil");
     let dir = work.path.clone();
-    let exe = compile("mpicc", "mpi_stencil.c", &dir);
+    let exe = mpi_compile("mpicc", "mpi_stencil.c", &dir, &[]);
     let h5 = dir.join("job.h5");
-    let run = mpirun(
-        RANKS,
+    let run = traced(
         &exe,
         &["100", "128"],
-        &[
-            ("WMHCCT_OUT", h5.to_str().unwrap()),
-            ("WMHCCT_UNWIND", "second"),
-            ("WMHCCT_VALIDATE", "1"),
-        ],
         &dir,
+        &h5,
+        &[("WMHCCT_UNWIND", "second"), ("WMHCCT_VALIDATE", "1")],
     );
-    assert_eq!(run.code, 0, "{}\n{}", run.stdout, run.stderr);
-    let r = report(&h5);
+    assert_eq!(run.code, 0, "{}", run.describe());
+    let r = report_json(&h5);
     let u = &r["unwind"];
     let validated = u["validated"].as_u64().unwrap();
     let correct = u["correct"].as_u64().unwrap();
