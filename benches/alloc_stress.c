@@ -27,6 +27,7 @@
 #include <string.h>
 #include <time.h>
 #include <math.h>
+#include "../tests/programs/proc_status.h"
 
 #define BRANCH 10
 
@@ -229,14 +230,7 @@ int main(int argc, char **argv) {
     uint64_t checksum = 0;
     for (int t = 0; t < nt; t++) { checksum += ws[t].checksum; free(ws[t].ring); }
     free(g_cdf);
-    long hwm = -1;
-    FILE *st = fopen("/proc/self/status", "r");
-    if (st) {
-        char line[256];
-        while (fgets(line, sizeof line, st))
-            if (!strncmp(line, "VmHWM:", 6)) hwm = atol(line + 6);
-        fclose(st);
-    }
+    long hwm = status_kib("VmHWM");
     printf("events=%ld checksum=%llu seconds=%.6f hwm_kib=%ld", g_events,
            (unsigned long long)checksum,
            (t1.tv_sec - t0.tv_sec) + (t1.tv_nsec - t0.tv_nsec) / 1e9, hwm);

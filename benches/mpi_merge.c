@@ -17,20 +17,7 @@
 #define DEPTH 10
 #define LEAF_SIZES 128
 #include "../tests/programs/zipf_paths.h"
-
-static long status_kib(const char *key) {
-    FILE *f = fopen("/proc/self/status", "r");
-    char line[256];
-    long v = -1;
-    size_t n = strlen(key);
-    while (f && fgets(line, sizeof line, f))
-        if (!strncmp(line, key, n) && line[n] == ':') {
-            v = atol(line + n + 1);
-            break;
-        }
-    if (f) fclose(f);
-    return v;
-}
+#include "../tests/programs/proc_status.h"
 
 static long long now_ns(void) {
     struct timespec ts;

@@ -69,16 +69,7 @@ LEVEL(0) LEVEL(1) LEVEL(2) LEVEL(3) LEVEL(4)
                  lv##L##_5, lv##L##_6, lv##L##_7, lv##L##_8, lv##L##_9 }
 static lvfn init_table[5][10] = { ROW(0), ROW(1), ROW(2), ROW(3), ROW(4) };
 
-static long status_kb(const char *key) {
-    char buf[4096];
-    FILE *f = fopen("/proc/self/status", "r");
-    long v = -1;
-    if (!f) return -1;
-    while (fgets(buf, sizeof buf, f))
-        if (strncmp(buf, key, strlen(key)) == 0) v = atol(buf + strlen(key) + 1);
-    fclose(f);
-    return v;
-}
+#include "proc_status.h"
 
 static double now(void) {
     struct timespec ts;
@@ -101,7 +92,7 @@ int main(int argc, char **argv) {
         for (int b = 0; b < 8; b++) table[0][ctx % 10](ctx);
         if (mallocs + frees >= next_cp) {
             printf("checkpoint %lu VmRSS_kB %ld VmHWM_kB %ld seconds %.2f\n", next_cp,
-                   status_kb("VmRSS:"), status_kb("VmHWM:"), now() - t0);
+                   status_kib("VmRSS"), status_kib("VmHWM"), now() - t0);
             next_cp *= 10;
         }
     }

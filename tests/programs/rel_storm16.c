@@ -89,16 +89,7 @@ NOIPA void *storm16_worker(void *arg) {
     return NULL;
 }
 
-static long status_kb(const char *key) {
-    char buf[4096];
-    FILE *f = fopen("/proc/self/status", "r");
-    long v = -1;
-    if (!f) return -1;
-    while (fgets(buf, sizeof buf, f))
-        if (strncmp(buf, key, strlen(key)) == 0) v = atol(buf + strlen(key) + 1);
-    fclose(f);
-    return v;
-}
+#include "proc_status.h"
 
 int main(int argc, char **argv) {
     n_per_thread = argc > 1 ? atol(argv[1]) : 1000;
@@ -113,7 +104,7 @@ int main(int argc, char **argv) {
     int n = snprintf(msg, sizeof msg, "storm16 done: %ld mallocs %ld frees\n",
                      atomic_load(&mallocs), atomic_load(&frees));
     if (write(1, msg, (size_t)n) != n) return 3;
-    long hwm = status_kb("VmHWM:");
+    long hwm = status_kib("VmHWM");
     n = snprintf(msg, sizeof msg, "storm16 VmHWM_kB %ld\n", hwm);
     if (write(2, msg, (size_t)n) != n) return 3;
     return 0;
