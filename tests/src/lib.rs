@@ -477,3 +477,21 @@ pub fn calls_made(stdout: &str) -> Vec<(String, u64, u64)> {
         })
         .collect()
 }
+
+/// A valid HDF5 file that is not a wmhcct report (one dataset, written with
+/// h5py), at `w/<name>`.
+pub fn foreign_hdf5(w: &WorkDir, name: &str) -> PathBuf {
+    let p = w.join(name);
+    let script = format!(
+        "import h5py; h5py.File({:?}, 'w').create_dataset('x', data=[1, 2])",
+        p.to_str().unwrap()
+    );
+    let out = run_plain(PYTHON, &["-c", &script], &w.path);
+    assert_eq!(
+        out.code,
+        0,
+        "h5py (run scripts/setup.sh): {}",
+        out.describe()
+    );
+    p
+}

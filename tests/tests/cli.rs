@@ -94,19 +94,7 @@ fn report_truncated_report() {
 #[test]
 fn report_foreign_hdf5() {
     let w = WorkDir::new("cli-foreign");
-    let p = w.join("foreign.h5");
-    let script = format!(
-        "import h5py; h5py.File({:?}, 'w').create_dataset('x', data=[1, 2])",
-        p.to_str().unwrap()
-    );
-    let out = run_plain(PYTHON, &["-c", &script], &w.path);
-    assert_eq!(
-        out.code,
-        0,
-        "h5py (run scripts/setup.sh): {}",
-        out.describe()
-    );
-    report_fails_cleanly(&p);
+    report_fails_cleanly(&foreign_hdf5(&w, "foreign.h5"));
 }
 
 #[test]

@@ -223,18 +223,7 @@ fn bad_files(w: &WorkDir) -> Vec<(PathBuf, &'static [&'static str])> {
     std::fs::write(&ver, &other).unwrap();
     v.push((ver, &["version 99"]));
     // A foreign HDF5 file.
-    let foreign = w.join("foreign.h5");
-    let script = format!(
-        "import h5py; h5py.File({:?}, 'w').create_dataset('x', data=[1, 2])",
-        foreign.to_str().unwrap()
-    );
-    let out = run_plain(PYTHON, &["-c", &script], &w.path);
-    assert_eq!(
-        out.code,
-        0,
-        "h5py (run scripts/setup.sh): {}",
-        out.describe()
-    );
+    let foreign = foreign_hdf5(w, "foreign.h5");
     v.push((
         foreign,
         &[
