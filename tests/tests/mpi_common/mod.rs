@@ -80,3 +80,17 @@ pub fn assert_clean_job(out: &Output, report: &Path) {
     assert!(!spill.exists(), "no spill files after a clean run");
     assert!(report.is_file(), "no report at {}", report.display());
 }
+
+/// A traced job that finished cleanly ([`assert_clean_job`]) with the exit
+/// code, stdout and stderr of the same job without the tracer, apart from
+/// rank 0's closing line.
+pub fn assert_same_as_untraced(plain: &Output, traced: &Output, report: &Path) {
+    assert_clean_job(traced, report);
+    assert_eq!(traced.code, plain.code);
+    assert_eq!(traced.stdout, plain.stdout, "stdout changed by the tracer");
+    assert_eq!(
+        without_closing_line(&traced.stderr, report),
+        plain.stderr,
+        "stderr changed by the tracer beyond the closing line"
+    );
+}
