@@ -495,3 +495,32 @@ pub fn foreign_hdf5(w: &WorkDir, name: &str) -> PathBuf {
     );
     p
 }
+
+/// `wmhcct <args…>` failed cleanly on `file`: a non-zero exit (not a
+/// signal), exactly one line on stderr that names the file, no panic or
+/// backtrace (with `RUST_BACKTRACE=1`), nothing on stdout. Returns the line.
+pub fn assert_cli_fails_cleanly(args: &[&str], file: &Path) -> String {
+    let out = run_cmd(
+        Command::new(bin())
+            .args(args)
+            .env("RUST_BACKTRACE", "1")
+            .env_remove("LD_PRELOAD"),
+        TIMEOUT,
+    );
+    let what = format!("wmhcct {}: {}", args.join(" "), out.describe());
+    assert_ne!(out.code, 0, "{what}");
+    assert!(out.code < 128, "killed by a signal: {what}");
+    let lines: Vec<&str> = out.stderr.lines().collect();
+    assert_eq!(lines.len(), 1, "exactly one line on stderr: {what}");
+    assert!(
+        lines[0].contains(&*file.to_string_lossy()),
+        "the line names the file: {what}"
+    );
+    let s = &out.stderr;
+    assert!(
+        !s.contains("panicked") && !s.contains("RUST_BACKTRACE") && !s.contains("stack backtrace"),
+        "{what}: panic text"
+    );
+    assert!(out.stdout.is_empty(), "nothing on stdout: {what}");
+    lines[0].to_string()
+}
