@@ -524,3 +524,18 @@ pub fn assert_cli_fails_cleanly(args: &[&str], file: &Path) -> String {
     assert!(out.stdout.is_empty(), "nothing on stdout: {what}");
     lines[0].to_string()
 }
+
+/// Reports `<stem>-<pid>.h5` that child processes wrote into `dir`, sorted.
+pub fn child_reports(dir: &Path, stem: &str) -> Vec<PathBuf> {
+    let mut v: Vec<PathBuf> = std::fs::read_dir(dir)
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .map(|e| e.path())
+        .filter(|p| {
+            let n = p.file_name().unwrap().to_string_lossy();
+            n.starts_with(&format!("{stem}-")) && n.ends_with(".h5")
+        })
+        .collect();
+    v.sort();
+    v
+}

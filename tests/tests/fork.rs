@@ -9,24 +9,7 @@
 //! events: 50 x 64 B before the fork and 25 x 256 B after, and none of the
 //! child's.
 
-use std::path::PathBuf;
-
 use wmhcct_e2e::*;
-
-/// Reports named `forking-<pid>.h5` in `dir`.
-fn child_reports(dir: &std::path::Path) -> Vec<PathBuf> {
-    let mut v: Vec<PathBuf> = std::fs::read_dir(dir)
-        .unwrap()
-        .filter_map(|e| e.ok())
-        .map(|e| e.path())
-        .filter(|p| {
-            let n = p.file_name().unwrap().to_string_lossy();
-            n.starts_with("forking-") && n.ends_with(".h5")
-        })
-        .collect();
-    v.sort();
-    v
-}
 
 fn check_parent(r: &Value, exe_name: &str) {
     assert!(
@@ -86,7 +69,7 @@ fn fork_exec_echo() {
     check_parent(&r, "forking-O0");
     // The exec'd echo is traced under its own pid (it allocates in
     // setlocale) and does not overwrite the parent's report.
-    let kids = child_reports(&w.path);
+    let kids = child_reports(&w.path, "forking");
     assert_eq!(kids.len(), 1, "one report for the exec'd echo: {kids:?}");
     let c = report_json(&kids[0]);
     assert_ne!(c["pid"], r["pid"], "the child report is another process's");
@@ -110,7 +93,7 @@ fn fork_without_exec_child_allocates() {
 
     // The child keeps tracing and writes forking-<childpid>.h5: the parent's
     // history up to the fork plus its own 30 x 128 B.
-    let kids = child_reports(&w.path);
+    let kids = child_reports(&w.path, "forking");
     assert_eq!(kids.len(), 1, "one report for the forked child: {kids:?}");
     let c = report_json(&kids[0]);
     assert_ne!(c["pid"], r["pid"]);

@@ -9,26 +9,10 @@
 
 mod rel_common;
 
-use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use rel_common::*;
 use wmhcct_e2e::*;
-
-/// Reports `<stem>-<pid>.h5` that child processes wrote into `dir`.
-fn child_reports(dir: &Path, stem: &str) -> Vec<PathBuf> {
-    let mut v: Vec<PathBuf> = std::fs::read_dir(dir)
-        .unwrap()
-        .filter_map(|e| e.ok())
-        .map(|e| e.path())
-        .filter(|p| {
-            let n = p.file_name().unwrap().to_string_lossy();
-            n.starts_with(&format!("{stem}-")) && n.ends_with(".h5")
-        })
-        .collect();
-    v.sort();
-    v
-}
 
 fn forkmt(mode: &str, n: u32, expected_child_reports: usize) {
     let t = format!("forkmt_{mode}");
