@@ -14,6 +14,10 @@ pub struct Cursor {
     pub(crate) path: Vec<u32>,
     /// Generation of the item node.
     pub(crate) leaf_gen: u32,
+    /// The caller's number for the frames of the current path (0: none).
+    pub(crate) stamp: u64,
+    /// The number the caller gave the next event's frames (0: none).
+    pub(crate) next_stamp: u64,
 }
 
 impl Cursor {
@@ -31,11 +35,32 @@ impl Cursor {
         &self.path
     }
 
+    /// Number the frames of the next event `stamp` (non-zero, one more per
+    /// capture on the caller's side), and declare that event's `unchanged`
+    /// hint to count root-side frames equal to those of frames number
+    /// `stamp - 1`. When those are the frames this cursor's path was built
+    /// from, the hint is exact and the collector does not compare those
+    /// frames again; otherwise it is verified as usual.
+    pub fn stamp_next(&mut self, stamp: u64) {
+        self.next_stamp = stamp;
+    }
+
+    /// The next event is being recorded: its frames become this cursor's.
+    /// Returns whether its hint is exact (relative to this cursor's path).
+    pub(crate) fn advance_stamp(&mut self) -> bool {
+        let next = std::mem::take(&mut self.next_stamp);
+        let exact = next != 0 && self.stamp != 0 && self.stamp.wrapping_add(1) == next;
+        self.stamp = next;
+        exact
+    }
+
     pub(crate) fn clear(&mut self) {
         self.owner = 0;
         self.keys.clear();
         self.path.clear();
         self.leaf_gen = 0;
+        self.stamp = 0;
+        self.next_stamp = 0;
     }
 
     /// The item node and its generation.

@@ -142,10 +142,13 @@ impl Hcct {
         bytes: u64,
         epoch: u64,
     ) -> Option<(u32, u32)> {
+        let exact = cur.advance_stamp();
         let old = if self.cursor_valid(cur) {
             cur.leaf()
         } else {
+            let stamp = cur.stamp;
             cur.clear();
+            cur.stamp = stamp;
             None
         };
         let n = frames.len();
@@ -154,8 +157,14 @@ impl Hcct {
             let limit = n.min(cur.keys.len());
             let hinted = unchanged.min(limit);
             let same = |d: usize| cur.keys[d] == frames[n - 1 - d];
-            // Verify the hinted prefix, then extend it while frames agree.
-            start = (0..hinted).find(|&d| !same(d)).unwrap_or(hinted);
+            // Verify the hinted prefix (unless it is exact: relative to
+            // the frames this path was built from), then extend it while
+            // frames agree.
+            start = if exact {
+                hinted
+            } else {
+                (0..hinted).find(|&d| !same(d)).unwrap_or(hinted)
+            };
             if start == hinted {
                 while start < limit && same(start) {
                     start += 1;

@@ -259,6 +259,7 @@ proptest! {
         let mut cf = [Cursor::new(), Cursor::new(), Cursor::new()];
         let mut cs = [Cursor::new(), Cursor::new(), Cursor::new()];
         let mut prev: [Option<usize>; 3] = [None; 3];
+        let mut seq = [0u64; 3];
         for (e, &(th, i, kind, size, noise)) in ops.iter().enumerate() {
             let exact_hint = prev[th].map_or(0, |p| common_root_frames(&st[p], &st[i]));
             // Correct hints, unknown (0), too large, and plain wrong.
@@ -267,6 +268,12 @@ proptest! {
                 2 => 0,
                 _ => exact_hint + 3,
             };
+            // Correct hints come numbered as exact (the next number after
+            // the cursor's previous event, so they are not compared again);
+            // a wrong hint skips a number (another capture in between), so
+            // the collector must verify it.
+            seq[th] += if noise == 3 { 2 } else { 1 };
+            cf[th].stamp_next(seq[th]);
             let ptr = 0x1000 + 16 * e as u64;
             fast.on_alloc(&mut cf[th], kind, &st[i], hint, ptr, size, e as u64);
             slow.on_alloc(&mut cs[th], kind, &st[i], 0, ptr, size, e as u64);
@@ -286,4 +293,32 @@ proptest! {
         prop_assert_eq!(canon(&a), canon(&b));
         prop_assert_eq!(fast.heap_stats(), slow.heap_stats());
     }
+}
+
+/// A hint numbered right after the cursor's previous event is exact by the
+/// caller's word and not compared again; any other is verified.
+#[test]
+fn numbered_hints_are_trusted_and_others_verified() {
+    let (root, a, b) = (0x100u64, 0x200u64, 0x300u64);
+    let contexts = |stamps: [u64; 2], hint: usize| {
+        let mut c = collector(0.5, true);
+        let mut cur = Cursor::new();
+        cur.stamp_next(stamps[0]);
+        c.on_alloc(&mut cur, 0, &[a, root], 0, 0x10, 1, 0);
+        cur.stamp_next(stamps[1]);
+        // Claims both frames unchanged, but the leaf-side one differs.
+        c.on_alloc(&mut cur, 0, &[b, root], hint, 0x20, 1, 1);
+        canon(&snapshot(&c))
+            .into_keys()
+            .collect::<std::collections::HashSet<_>>()
+    };
+    let truth = contexts([0, 0], 0);
+    // Not numbered, or numbered with a gap: verified, the wrong hint is harmless.
+    assert_eq!(contexts([0, 0], 2), truth);
+    assert_eq!(contexts([1, 3], 2), truth);
+    assert_eq!(contexts([7, 7], 2), truth);
+    // Numbered as exact: trusted, so the second event lands on the first
+    // path and the tree has no node for `b`.
+    let trusted = contexts([1, 2], 2);
+    assert!(trusted.len() < truth.len() && trusted.is_subset(&truth));
 }

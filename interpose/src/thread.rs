@@ -17,6 +17,9 @@ pub struct ThreadState {
     pub mpi_cursor: Cursor,
     /// Return addresses of the current stack, leaf first.
     pub frames: Vec<u64>,
+    /// Captures made by `unwinder` (numbers the cursors' frames, see
+    /// `Cursor::stamp_next`).
+    pub captures: u64,
     /// Highest address of this thread's stack (exclusive).
     pub stack_hi: u64,
     /// Unwind statistics already added to the process totals.
@@ -55,6 +58,7 @@ impl ThreadState {
             cursor: Cursor::default(),
             mpi_cursor: Cursor::default(),
             frames: Vec::with_capacity(cfg.max_depth + 1),
+            captures: 0,
             stack_hi: stack_top(),
             reported: UnwindStats::default(),
             counted: false,

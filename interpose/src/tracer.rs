@@ -279,6 +279,7 @@ fn capture(t: &Tracer, ts: &mut ThreadState, now: u64, regs: Regs) -> usize {
     };
     let mut cap = {
         let m = thread_modules(t, &mut ts.modules);
+        ts.captures += 1;
         ts.unwinder
             .capture(m, regs, t.self_text.clone(), &mut read, now, validate)
     };
@@ -286,11 +287,16 @@ fn capture(t: &Tracer, ts: &mut ThreadState, now: u64, regs: Regs) -> usize {
     // loads its plugins late). Re-read the table if the loader changed.
     if matches!(ts.unwinder.last_stop(), Stop::OutsideModules(_)) && refresh_modules(t) {
         let m = thread_modules(t, &mut ts.modules);
+        ts.captures += 1;
         cap = ts
             .unwinder
             .capture(m, regs, t.self_text.clone(), &mut read, now, validate);
     }
     ts.frames.extend(ts.unwinder.frames().iter().map(|f| f.ra));
+    // The hint below is relative to the unwinder's previous capture: exact
+    // for a cursor whose path came from it (a retry above counts twice).
+    ts.cursor.stamp_next(ts.captures);
+    ts.mpi_cursor.stamp_next(ts.captures);
     cap.unchanged_root.min(ts.frames.len())
 }
 

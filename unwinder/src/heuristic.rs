@@ -108,6 +108,7 @@ fn still_on_stack<R: ReadStack + ?Sized>(rest: &[Frame], read: &mut R) -> bool {
 /// The capture-point frame comes first and is not checked against the modules; every
 /// further frame must have its return address inside a module. Leading frames whose address
 /// lies in `skip` are dropped.
+#[inline(always)]
 pub(crate) fn walk<S: StepUnwinder, R: ReadStack + ?Sized>(
     steps: &mut S,
     input: &WalkInput<'_>,
