@@ -41,6 +41,8 @@ pub struct ThreadUnwinder {
     last_ns: Option<u64>,
     last_stop: Stop,
     stats: UnwindStats,
+    /// The module table's id and the text range the last walk ended in.
+    text: (u64, (u64, u64)),
 }
 
 impl ThreadUnwinder {
@@ -72,6 +74,7 @@ impl ThreadUnwinder {
             last_ns: None,
             last_stop: Stop::NotCaptured,
             stats: UnwindStats::default(),
+            text: (0, (0, 0)),
         }
     }
 
@@ -142,19 +145,26 @@ impl ThreadUnwinder {
             policy,
             check_reused: self.cfg.check_reused,
             prev: &self.prev,
+            text: if self.text.0 == modules.id() {
+                self.text.1
+            } else {
+                (0, 0)
+            },
         };
         let out = if into_check {
             &mut self.check
         } else {
             &mut self.cur
         };
-        match self.steps {
+        let w = match self.steps {
             StepKind::Dwarf => {
                 let mut s = DwarfSteps::new(modules, &mut self.cache, regs);
                 walk(&mut s, &input, read, out)
             }
             StepKind::Fp => walk(&mut FpSteps::new(regs), &input, read, out),
-        }
+        };
+        self.text = (modules.id(), w.text);
+        w
     }
 
     /// Captures the stack at `regs`.
@@ -677,6 +687,30 @@ mod tests {
             assert_eq!(t.frames(), truth(&st));
             assert!(c.reused > 0 && c.validated == Some(true));
         }
+    }
+
+    /// The text range a walk ends in is carried to the next walk only over the same module
+    /// table: after an unload (a new table without the module) the stack ends there.
+    #[test]
+    fn an_unloaded_module_is_not_trusted_from_the_previous_walk() {
+        const PLUGIN: u64 = 0x50_0010;
+        const PLUGIN2: u64 = 0x50_0110;
+        // Every frame in the plugin, so the walk ends in its range.
+        let st = FpStack::build(&[(PLUGIN, 32), (PLUGIN2, 16)]);
+        let mut with_plugin = fp_modules();
+        with_plugin.add(ModuleData {
+            name: "plugin".into(),
+            base_avma: 0x50_0000,
+            text: 0x50_0000..0x50_1000,
+            ..Default::default()
+        });
+        let mut t = ThreadUnwinder::new(Mode::Fp, cfg(64));
+        t.capture(&with_plugin, st.regs, TRACER, &mut st.reader(), 0, false);
+        assert_eq!(t.frames(), truth(&st));
+        // The walk ended in the plugin's range; so does the next walk's first frame.
+        t.capture(&fp_modules(), st.regs, TRACER, &mut st.reader(), 1, false);
+        assert!(t.frames().is_empty(), "{:?}", t.frames());
+        assert_eq!(t.last_stop(), Stop::OutsideModules(PLUGIN2));
     }
 
     #[test]

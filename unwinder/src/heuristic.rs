@@ -68,6 +68,9 @@ pub(crate) struct Walk {
     pub(crate) unwound: usize,
     pub(crate) reused: usize,
     pub(crate) stop: Stop,
+    /// Text range `[start, end)` of the module the last frame checked was
+    /// in (a hint for the next walk over the same module table).
+    pub(crate) text: (u64, u64),
 }
 
 impl Walk {
@@ -89,6 +92,9 @@ pub(crate) struct WalkInput<'a> {
     /// The previous capture, leaf first (strictly increasing `sp`); only used by the
     /// heuristic policies, and only if it was complete.
     pub(crate) prev: &'a [Frame],
+    /// Text range `[start, end)` of a module of `modules` (empty: none), checked before
+    /// the table is searched: the previous walk's last module.
+    pub(crate) text: (u64, u64),
 }
 
 /// Whether every frame about to be reused is still on the stack: on x86_64
@@ -127,7 +133,7 @@ pub(crate) fn walk<S: StepUnwinder, R: ReadStack + ?Sized>(
     let mut candidate = input.first;
     let mut is_first = true;
     // Text range of the module the previous frame was in: most callers are in the same one.
-    let mut known = 0..0;
+    let mut known = input.text.0..input.text.1;
     let stop = loop {
         if !is_first && !known.contains(&candidate.ra) {
             match input.modules.text_of(candidate.ra) {
@@ -172,6 +178,7 @@ pub(crate) fn walk<S: StepUnwinder, R: ReadStack + ?Sized>(
                             unwound,
                             reused: take,
                             stop,
+                            text: (known.start, known.end),
                         };
                     }
                     pending = Some(cursor);
@@ -190,6 +197,7 @@ pub(crate) fn walk<S: StepUnwinder, R: ReadStack + ?Sized>(
         unwound,
         reused: 0,
         stop,
+        text: (known.start, known.end),
     }
 }
 
@@ -212,6 +220,7 @@ mod tests {
             policy,
             check_reused: false,
             prev,
+            text: (0, 0),
         };
         let mut out = Vec::with_capacity(max_depth);
         let cap = out.capacity();
