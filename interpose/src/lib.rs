@@ -6,6 +6,7 @@
 //! to glibc through `real::LibcAllocator`; `guard::Guard` keeps the hooks
 //! from re-entering.
 
+mod biased_lock;
 mod clock;
 pub mod config;
 mod deferred;

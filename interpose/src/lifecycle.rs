@@ -34,6 +34,7 @@ extern "C" fn after_fork_child() {
 
 /// Called once, right after the tracer is initialised.
 pub fn after_init() {
+    crate::biased_lock::register_membarrier();
     // SAFETY: registers plain extern "C" handlers that only touch our locks.
     unsafe {
         libc::pthread_atfork(

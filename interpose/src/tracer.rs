@@ -12,6 +12,7 @@ use wmhcct_collector::{Collector, CollectorConfig, SeriesConfig};
 use wmhcct_format::{AllocKind, ALLOC_KINDS, MPI_KINDS};
 use wmhcct_unwinder::{Modules, Regs, Stop, UnwindStats};
 
+use crate::biased_lock::BiasedMutex;
 use crate::config::{Config, UnwindMode};
 use crate::deferred::Op;
 use crate::guard::Guard;
@@ -36,7 +37,7 @@ pub struct Core {
 
 pub struct Tracer {
     pub config: Config,
-    pub core: SpinMutex<Core>,
+    pub core: BiasedMutex<Core>,
     /// The module table, replaced whole when the loader's objects change.
     /// Threads keep their own reference (`ThreadState::modules`) and take
     /// this lock only when `modules_gen` says the table changed, so an
@@ -181,7 +182,7 @@ fn init() -> Tracer {
     let cwd = std::env::current_dir().unwrap_or_default();
     let descendant = AtomicBool::new(crate::output::parent_is_traced());
     Tracer {
-        core: SpinMutex::new(Core {
+        core: BiasedMutex::new(Core {
             collector,
             mpi: Collector::new(CollectorConfig {
                 phi: config.phi,
