@@ -171,6 +171,17 @@ impl Hcct {
                 }
             }
         }
+        // The same context as the cursor's previous event (bursts of them
+        // are common): its item node, pinned by the cursor, stays current.
+        if let Some((l, g)) = old {
+            if start == n
+                && cur.keys.len() == n
+                && self.tree.get(l).is_some_and(|x| x.key == item_key)
+            {
+                self.update(l, bytes, epoch);
+                return Some((l, g));
+            }
+        }
         cur.keys.truncate(start);
         cur.path.truncate(start);
         let mut node = if start == 0 {

@@ -20,6 +20,8 @@ pub struct ThreadState {
     /// Captures made by `unwinder` (numbers the cursors' frames, see
     /// `Cursor::stamp_next`).
     pub captures: u64,
+    /// The capture `frames` was filled from.
+    pub frames_of: u64,
     /// Highest address of this thread's stack (exclusive).
     pub stack_hi: u64,
     /// Unwind statistics already added to the process totals.
@@ -59,6 +61,7 @@ impl ThreadState {
             mpi_cursor: Cursor::default(),
             frames: Vec::with_capacity(cfg.max_depth + 1),
             captures: 0,
+            frames_of: 0,
             stack_hi: stack_top(),
             reported: UnwindStats::default(),
             counted: false,

@@ -262,8 +262,8 @@ pub fn current_regs() -> Regs {
 /// of root-side frames unchanged since the thread's previous event.
 #[inline(never)]
 fn capture(t: &Tracer, ts: &mut ThreadState, now: u64, regs: Regs) -> usize {
-    ts.frames.clear();
     if t.config.unwind == UnwindMode::None {
+        ts.frames.clear();
         return 0;
     }
     let validate = t.config.validate > 0.0 && ts.random() < t.config.validate;
@@ -293,7 +293,17 @@ fn capture(t: &Tracer, ts: &mut ThreadState, now: u64, regs: Regs) -> usize {
             .unwinder
             .capture(m, regs, t.self_text.clone(), &mut read, now, validate);
     }
-    ts.frames.extend(ts.unwinder.frames().iter().map(|f| f.ra));
+    // `ts.frames` holds the previous capture's return addresses: kept when
+    // this capture is that stack unchanged.
+    let same = ts.frames_of + 1 == ts.captures
+        && cap.unwound == 0
+        && cap.unchanged_root == cap.depth
+        && ts.frames.len() == cap.depth;
+    if !same {
+        ts.frames.clear();
+        ts.frames.extend(ts.unwinder.frames().iter().map(|f| f.ra));
+    }
+    ts.frames_of = ts.captures;
     // The hint below is relative to the unwinder's previous capture: exact
     // for a cursor whose path came from it (a retry above counts twice).
     ts.cursor.stamp_next(ts.captures);

@@ -5,7 +5,7 @@ use std::ops::Range;
 use crate::dwarf::{DwarfSteps, StepCache};
 use crate::fp::FpSteps;
 use crate::frame::{common_root_len, same_return_addresses, Frame, Regs};
-use crate::heuristic::{walk, HeuristicConfig, Policy, Walk, WalkInput};
+use crate::heuristic::{still_on_stack, walk, HeuristicConfig, Policy, Walk, WalkInput};
 use crate::mode::Mode;
 use crate::modules::Modules;
 use crate::stats::{Capture, UnwindStats};
@@ -43,6 +43,8 @@ pub struct ThreadUnwinder {
     stats: UnwindStats,
     /// The module table's id and the text range the last walk ended in.
     text: (u64, (u64, u64)),
+    /// The capture point (pc, sp) of the latest capture.
+    last_point: (u64, u64),
 }
 
 impl ThreadUnwinder {
@@ -75,6 +77,7 @@ impl ThreadUnwinder {
             last_stop: Stop::NotCaptured,
             stats: UnwindStats::default(),
             text: (0, (0, 0)),
+            last_point: (0, 0),
         }
     }
 
@@ -167,6 +170,21 @@ impl ThreadUnwinder {
         w
     }
 
+    /// A full unwind into `check`, compared with `cur` (counted in the stats).
+    fn validate<R: ReadStack + ?Sized>(
+        &mut self,
+        modules: &Modules,
+        regs: Regs,
+        skip: Range<u64>,
+        read: &mut R,
+    ) -> bool {
+        self.run(modules, regs, skip, read, Policy::Never, true);
+        let ok = same_return_addresses(&self.cur, &self.check);
+        self.stats.validated += 1;
+        self.stats.correct += u64::from(ok);
+        ok
+    }
+
     /// Captures the stack at `regs`.
     ///
     /// `skip`: leading (leaf-side) frames whose address lies in this range are dropped (the
@@ -213,6 +231,39 @@ impl ThreadUnwinder {
             }
         }
 
+        let point = (regs.pc, regs.sp);
+        let last_point = std::mem::replace(&mut self.last_point, point);
+        // The capture point is where the previous capture's was (same
+        // instruction, same stack pointer: the same frame of the same
+        // function) and each of that capture's frames still has its return
+        // address in its slot: the stack is the previous one. Before any
+        // unwinding step, so a burst of events from one call site costs one
+        // word read per frame. Only with the reused-frame check (off, the
+        // published heuristic decides as before).
+        if policy != Policy::Never
+            && self.cfg.check_reused
+            && prev_complete
+            && last_point == point
+            && !self.prev.is_empty()
+            && still_on_stack(&self.prev, read)
+        {
+            std::mem::swap(&mut self.cur, &mut self.prev);
+            self.cur_complete = true;
+            self.last_stop = Stop::Reused;
+            let depth = self.cur.len();
+            let validated = validate.then(|| self.validate(modules, regs, skip, read));
+            self.stats.frames_reused += depth as u64;
+            return Capture {
+                depth,
+                unchanged_root: depth,
+                unwound: 0,
+                reused: depth,
+                truncated: false,
+                error: false,
+                validated,
+            };
+        }
+
         let mut w = self.run(modules, regs, skip.clone(), read, policy, false);
         if self.mode == Mode::Fp && !self.cur.is_empty() {
             if let Stop::Failed(e) = w.stop {
@@ -236,15 +287,7 @@ impl ThreadUnwinder {
             0
         };
 
-        let validated = if validate {
-            self.run(modules, regs, skip, read, Policy::Never, true);
-            let ok = same_return_addresses(&self.cur, &self.check);
-            self.stats.validated += 1;
-            self.stats.correct += u64::from(ok);
-            Some(ok)
-        } else {
-            None
-        };
+        let validated = validate.then(|| self.validate(modules, regs, skip, read));
 
         self.stats.frames_unwound += w.unwound as u64;
         self.stats.frames_reused += w.reused as u64;
@@ -276,6 +319,14 @@ mod tests {
             reseed_gap_ns: 0,
             max_depth,
             check_reused: false,
+        }
+    }
+
+    /// `cfg` with the reused-frame check (the default).
+    fn checked(max_depth: usize) -> HeuristicConfig {
+        HeuristicConfig {
+            check_reused: true,
+            ..cfg(max_depth)
         }
     }
 
@@ -711,6 +762,55 @@ mod tests {
         t.capture(&fp_modules(), st.regs, TRACER, &mut st.reader(), 1, false);
         assert!(t.frames().is_empty(), "{:?}", t.frames());
         assert_eq!(t.last_stop(), Stop::OutsideModules(PLUGIN2));
+    }
+
+    /// The same capture point over the same stack: taken whole from the previous capture
+    /// after one word read per frame, no unwinding step.
+    #[test]
+    fn an_unchanged_stack_is_reused_without_unwinding() {
+        let st = FpStack::build(&[(A, 32), (B, 16), (C, 8), (D, 24)]);
+        for mode in [Mode::First, Mode::Second] {
+            let mut t = ThreadUnwinder::with_steps(mode, checked(64), StepKind::Fp);
+            cap(&mut t, &st, 0, false);
+            for now in 1..4 {
+                let c = cap(&mut t, &st, now, true);
+                assert_eq!(t.frames(), truth(&st), "{mode}");
+                assert_eq!((c.unwound, c.reused, c.unchanged_root), (0, 4, 4), "{mode}");
+                assert_eq!(c.validated, Some(true));
+                assert_eq!(t.last_stop(), Stop::Reused);
+            }
+        }
+    }
+
+    /// Same capture point (pc and sp) over a different stack: a root-side caller was
+    /// replaced by one of the same frame size (the paper's Figure 3 shape), so the
+    /// capture point alone would take the wrong stack; the return-address check catches
+    /// it and the stack is unwound.
+    #[test]
+    fn the_same_capture_point_over_another_caller_is_unwound() {
+        let s1 = FpStack::build(&[(A, 32), (B, 16), (D, 24), (E, 16)]);
+        let s2 = FpStack::build(&[(A, 32), (B, 16), (G, 24), (E, 16)]);
+        assert_eq!((s1.regs.pc, s1.regs.sp), (s2.regs.pc, s2.regs.sp));
+        for mode in [Mode::First, Mode::Second] {
+            let mut t = ThreadUnwinder::with_steps(mode, checked(64), StepKind::Fp);
+            cap(&mut t, &s1, 0, false);
+            let c = cap(&mut t, &s2, 1, true);
+            assert_eq!(t.frames(), truth(&s2), "{mode}");
+            assert!(c.unwound > 0, "{mode}: {c:?}");
+            assert_eq!(c.validated, Some(true));
+        }
+    }
+
+    /// The published heuristic (no reused-frame check) never takes a stack on the
+    /// capture point alone.
+    #[test]
+    fn without_the_check_an_unchanged_stack_is_still_walked() {
+        let st = FpStack::build(&[(A, 32), (B, 16), (C, 8), (D, 24)]);
+        let mut t = fp_unwinder(Mode::Second);
+        cap(&mut t, &st, 0, false);
+        let c = cap(&mut t, &st, 1, false);
+        assert_eq!(t.frames(), truth(&st));
+        assert_eq!((c.unwound, c.reused), (2, 2));
     }
 
     #[test]

@@ -104,7 +104,7 @@ pub(crate) struct WalkInput<'a> {
 /// paper's false positives (Figures 3 and 4: matching frames above a
 /// different caller at the same height), which the (ra, sp) match alone
 /// cannot see.
-fn still_on_stack<R: ReadStack + ?Sized>(rest: &[Frame], read: &mut R) -> bool {
+pub(crate) fn still_on_stack<R: ReadStack + ?Sized>(rest: &[Frame], read: &mut R) -> bool {
     rest.iter()
         .all(|f| f.sp >= 8 && read(f.sp - 8).is_ok_and(|ra| ra == f.ra))
 }
