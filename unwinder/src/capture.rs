@@ -711,19 +711,25 @@ mod tests {
         assert_eq!(t.last_stop(), Stop::OutsideModules(0x50_0000));
     }
 
+    /// The frame-pointer test modules and a "plugin" at 0x50_0000..0x50_1000.
+    fn fp_modules_with_plugin() -> Modules {
+        let mut m = fp_modules();
+        m.add(ModuleData {
+            name: "plugin".into(),
+            base_avma: 0x50_0000,
+            text: 0x50_0000..0x50_1000,
+            ..Default::default()
+        });
+        m
+    }
+
     /// A stack cut short by a module the table did not know yet is never reused once the
     /// table knows it (this was 3 % wrong stacks in an MPI program whose plugins load late).
     #[test]
     fn a_stack_cut_at_an_unknown_module_is_not_reused() {
         const LATE: u64 = 0x50_0010;
         let st = FpStack::build(&[(A, 32), (LATE, 8), (B, 16), (C, 8)]);
-        let mut later = fp_modules();
-        later.add(ModuleData {
-            name: "plugin".into(),
-            base_avma: 0x50_0000,
-            text: 0x50_0000..0x50_1000,
-            ..Default::default()
-        });
+        let later = fp_modules_with_plugin();
         for mode in [Mode::First, Mode::Second] {
             let mut t = fp_unwinder(mode);
             let c = t.capture(&fp_modules(), st.regs, TRACER, &mut st.reader(), 0, false);
@@ -748,13 +754,7 @@ mod tests {
         const PLUGIN2: u64 = 0x50_0110;
         // Every frame in the plugin, so the walk ends in its range.
         let st = FpStack::build(&[(PLUGIN, 32), (PLUGIN2, 16)]);
-        let mut with_plugin = fp_modules();
-        with_plugin.add(ModuleData {
-            name: "plugin".into(),
-            base_avma: 0x50_0000,
-            text: 0x50_0000..0x50_1000,
-            ..Default::default()
-        });
+        let with_plugin = fp_modules_with_plugin();
         let mut t = ThreadUnwinder::new(Mode::Fp, cfg(64));
         t.capture(&with_plugin, st.regs, TRACER, &mut st.reader(), 0, false);
         assert_eq!(t.frames(), truth(&st));
