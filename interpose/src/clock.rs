@@ -27,16 +27,21 @@ static BASE_NS: AtomicU64 = AtomicU64::new(0);
 /// Nanoseconds per tick, 32.32 fixed point; 0 until calibrated.
 static MULT: AtomicU64 = AtomicU64::new(0);
 
+/// A thread's anchor (kept in `per_thread.rs`).
 #[derive(Clone, Copy)]
-struct Anchor {
+pub struct Anchor {
     tsc: u64,
     ns: u64,
     /// The last value returned, for monotonicity.
     last: u64,
 }
 
-thread_local! {
-    static ANCHOR: Cell<Anchor> = const { Cell::new(Anchor { tsc: 0, ns: 0, last: 0 }) };
+impl Anchor {
+    pub const ZERO: Anchor = Anchor {
+        tsc: 0,
+        ns: 0,
+        last: 0,
+    };
 }
 
 /// `CLOCK_MONOTONIC` in nanoseconds.
@@ -112,30 +117,32 @@ fn calibrate(tsc: u64, ns: u64) -> u64 {
 /// Monotonic nanoseconds (an arbitrary origin, as `CLOCK_MONOTONIC`).
 #[inline]
 pub fn now_ns() -> u64 {
+    crate::per_thread::with(|p| now_ns_at(&p.anchor)).unwrap_or_else(system_ns)
+}
+
+/// [`now_ns`] with the calling thread's anchor at hand.
+#[inline]
+pub fn now_ns_at(anchor: &Cell<Anchor>) -> u64 {
     if !tsc_usable() {
         return system_ns();
     }
     let tsc = rdtsc();
-    ANCHOR
-        .try_with(|cell| {
-            let mut a = cell.get();
-            let dt = tsc.wrapping_sub(a.tsc);
-            let mult = MULT.load(Ordering::Relaxed);
-            let ns = if a.ns != 0 && mult != 0 && dt < REANCHOR_TICKS {
-                a.ns + ((dt as u128 * mult as u128) >> 32) as u64
-            } else {
-                let sys = system_ns();
-                calibrate(tsc, sys);
-                a.tsc = tsc;
-                a.ns = sys;
-                sys
-            };
-            let out = ns.max(a.last);
-            a.last = out;
-            cell.set(a);
-            out
-        })
-        .unwrap_or_else(|_| system_ns())
+    let mut a = anchor.get();
+    let dt = tsc.wrapping_sub(a.tsc);
+    let mult = MULT.load(Ordering::Relaxed);
+    let ns = if a.ns != 0 && mult != 0 && dt < REANCHOR_TICKS {
+        a.ns + ((dt as u128 * mult as u128) >> 32) as u64
+    } else {
+        let sys = system_ns();
+        calibrate(tsc, sys);
+        a.tsc = tsc;
+        a.ns = sys;
+        sys
+    };
+    let out = ns.max(a.last);
+    a.last = out;
+    anchor.set(a);
+    out
 }
 
 #[cfg(test)]

@@ -43,7 +43,7 @@ pub enum Op {
     },
 }
 
-struct Ring {
+pub struct Ring {
     /// Next slot to fill (producers: signal handlers).
     head: AtomicU32,
     /// Next slot to record (consumer: the thread leaving the tracer).
@@ -59,7 +59,7 @@ struct Ring {
 }
 
 impl Ring {
-    const fn new() -> Ring {
+    pub const fn new() -> Ring {
         Ring {
             head: AtomicU32::new(0),
             tail: AtomicU32::new(0),
@@ -169,26 +169,23 @@ impl Ring {
     }
 }
 
-thread_local! {
-    // `const` initialisation and no destructor: usable from a signal
-    // handler at any time.
-    static RING: Ring = const { Ring::new() };
-}
-
 /// An allocator call the exported function could not record because the
 /// thread is inside the tracer: queued if it interrupted event recording
 /// (a signal handler's call), else ignored (the tracer's own hidden work).
 #[inline]
 pub fn interrupted(op: Op) {
     if crate::guard::interrupted_event() {
-        let _ = RING.try_with(|r| r.push(op));
+        // The thread's block (`per_thread.rs`): const, no destructor, usable
+        // from a signal handler at any time.
+        let _ = crate::per_thread::with(|p| p.ring.push(op));
     }
 }
 
-/// Called whenever a guard is dropped: record what was queued meanwhile.
+/// Called whenever a guard is dropped, with the thread's queue: record what
+/// was queued meanwhile.
 #[inline(always)]
-pub fn after_guard() {
-    if RING.try_with(|r| r.pending()).unwrap_or(false) {
+pub fn after_guard(ring: &Ring) {
+    if ring.pending() {
         drain();
     }
 }
@@ -207,7 +204,8 @@ fn drain() {
 /// not fit (`f(kind, count, bytes)`). A handler interrupting this adds to
 /// the queue, which is emptied before returning.
 pub fn take(each: &mut dyn FnMut(Op), lost: &mut dyn FnMut(u16, u64, u64)) {
-    let _ = RING.try_with(|r| loop {
+    let _ = crate::per_thread::with(|p| loop {
+        let r = &p.ring;
         while let Some(op) = r.pop() {
             each(op);
         }
@@ -303,10 +301,13 @@ mod tests {
     #[test]
     fn outside_event_recording_nothing_is_queued() {
         interrupted(Op::Free { kind: 4, ptr: 1 });
-        assert!(!RING.with(|r| r.pending()));
+        assert!(crate::per_thread::with(|p| !p.ring.pending()).unwrap());
         let g = crate::guard::Guard::acquire().unwrap();
         interrupted(Op::Free { kind: 4, ptr: 1 });
-        assert!(!RING.with(|r| r.pending()), "hidden work");
+        assert!(
+            crate::per_thread::with(|p| !p.ring.pending()).unwrap(),
+            "hidden work"
+        );
         drop(g);
     }
 }

@@ -13,40 +13,31 @@
 //! ([`Guard::acquire`]: MPI internals of `MPI_Alloc_mem`, the report,
 //! symbol lookups) hides every allocator call made meanwhile.
 
-use std::cell::Cell;
+use crate::per_thread::PerThread;
 
-const OUTSIDE: u8 = 0;
+pub const OUTSIDE: u8 = 0;
 /// Recording an event of the program.
 const EVENT: u8 = 1;
 /// Any other tracer work, or a library call made while recording an event.
 const HIDDEN: u8 = 2;
 
-thread_local! {
-    // `const` initialisation and no destructor: a plain TLS slot, usable at
-    // any time, including during thread start-up and teardown.
-    static INSIDE: Cell<u8> = const { Cell::new(OUTSIDE) };
-}
-
 /// Proof that the current thread is inside the tracer. Dropping it leaves.
+/// Not `Send`: it keeps the thread's block (`per_thread.rs`).
 pub struct Guard {
-    _not_send: std::marker::PhantomData<*const ()>,
+    pt: *const PerThread,
 }
 
 #[inline(always)]
 fn enter(state: u8) -> Option<Guard> {
-    INSIDE
-        .try_with(|inside| {
-            if inside.get() != OUTSIDE {
-                None
-            } else {
-                inside.set(state);
-                Some(Guard {
-                    _not_send: std::marker::PhantomData,
-                })
-            }
-        })
-        .ok()
-        .flatten()
+    let pt = crate::per_thread::current()?;
+    // SAFETY: `current` points to this thread's block, which has no
+    // destructor and lives as long as the thread.
+    let inside = unsafe { &(*pt).inside };
+    if inside.get() != OUTSIDE {
+        return None;
+    }
+    inside.set(state);
+    Some(Guard { pt })
 }
 
 impl Guard {
@@ -63,15 +54,23 @@ impl Guard {
     pub fn acquire_event() -> Option<Guard> {
         enter(EVENT)
     }
+
+    /// The thread's block (looked up once, on entry).
+    #[inline(always)]
+    pub fn per_thread(&self) -> &PerThread {
+        // SAFETY: the block of the thread that created the guard, which is
+        // not `Send`; the block has no destructor and outlives the guard.
+        unsafe { &*self.pt }
+    }
 }
 
 /// Run `f` (a call into a library that may allocate) with the thread's
 /// allocator calls hidden, whatever the thread was doing.
 #[inline]
 pub fn hidden<R>(f: impl FnOnce() -> R) -> R {
-    let before = INSIDE.try_with(|i| i.replace(HIDDEN)).unwrap_or(HIDDEN);
+    let before = crate::per_thread::with(|p| p.inside.replace(HIDDEN)).unwrap_or(HIDDEN);
     let r = f();
-    let _ = INSIDE.try_with(|i| i.set(before));
+    let _ = crate::per_thread::with(|p| p.inside.set(before));
     r
 }
 
@@ -79,17 +78,18 @@ pub fn hidden<R>(f: impl FnOnce() -> R) -> R {
 /// arriving now was made by a signal handler that interrupted it.
 #[inline]
 pub fn interrupted_event() -> bool {
-    INSIDE.try_with(|i| i.get() == EVENT).unwrap_or(false)
+    crate::per_thread::with(|p| p.inside.get() == EVENT).unwrap_or(false)
 }
 
 impl Drop for Guard {
     #[inline(always)]
     fn drop(&mut self) {
-        let _ = INSIDE.try_with(|inside| inside.set(OUTSIDE));
+        let pt = self.per_thread();
+        pt.inside.set(OUTSIDE);
         // A SIGTERM that arrived while a thread was inside the tracer.
         crate::signals::after_guard();
         // Allocator calls of a signal handler that interrupted the tracer.
-        crate::deferred::after_guard();
+        crate::deferred::after_guard(&pt.ring);
     }
 }
 

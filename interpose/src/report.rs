@@ -196,8 +196,8 @@ pub fn spill_dir(t: &Tracer, report: &Path) -> PathBuf {
 }
 
 /// Stop tracing and build the profile (`None` if it was already taken).
-pub fn take(_g: &Guard, t: &Tracer, reason: &str) -> Option<Profile> {
-    tracer::flush_current_thread(t);
+pub fn take(g: &Guard, t: &Tracer, reason: &str) -> Option<Profile> {
+    tracer::flush_current_thread(g, t);
     let core = t.core.lock();
     // Only here, under the core lock, does tracing finish: mark this thread
     // as the report's writer first, so a SIGTERM never sees the report

@@ -18,7 +18,7 @@ use crate::deferred::Op;
 use crate::guard::Guard;
 use crate::lock::SpinMutex;
 use crate::modules;
-use crate::thread::{Slot, ThreadState};
+use crate::thread::ThreadState;
 
 /// Everything the collector lock protects.
 pub struct Core {
@@ -83,10 +83,6 @@ const FINISHED: u8 = 3;
 
 static STATE: AtomicU8 = AtomicU8::new(UNINIT);
 static TRACER: AtomicPtr<Tracer> = AtomicPtr::new(std::ptr::null_mut());
-
-thread_local! {
-    static THREAD: Slot = const { Slot::new() };
-}
 
 /// Monotonic nanoseconds of the event clock (`clock.rs`).
 #[inline]
@@ -330,21 +326,27 @@ fn add_stats(acc: &mut UnwindStats, d: &UnwindStats) {
     acc.merge(d);
 }
 
-/// Run `f` with the thread state, or `None` after the thread's TLS is gone.
-fn with_thread<R>(t: &Tracer, f: impl FnOnce(&mut ThreadState) -> R) -> Option<R> {
-    THREAD.try_with(|slot| f(slot.get(&t.config))).ok()
+/// Run `f` with the thread state (the guard holds the thread's block).
+fn with_thread<R>(g: &Guard, t: &Tracer, f: impl FnOnce(&mut ThreadState) -> R) -> Option<R> {
+    Some(f(g.per_thread().slot.get(&t.config)))
+}
+
+/// The event clock, with the anchor from the guard's block, since tracer start.
+#[inline]
+fn event_ns(g: &Guard, t: &Tracer) -> u64 {
+    crate::clock::now_ns_at(&g.per_thread().anchor).saturating_sub(t.start_mono_ns)
 }
 
 /// An allocation that returned `ptr` (NULL: failed) for `size` bytes.
 /// `at`: [`current_regs`] in the exported function the program called.
 pub fn on_alloc(g: &Guard, at: Regs, kind: AllocKind, ptr: *mut c_void, size: usize) {
     let Some(t) = get(g) else { return };
-    let now = now_mono_ns().saturating_sub(t.start_mono_ns);
+    let now = event_ns(g, t);
     if ptr.is_null() {
         t.core.lock().collector.count_call(kind as u16, 0);
         return;
     }
-    let traced = with_thread(t, |ts| {
+    let traced = with_thread(g, t, |ts| {
         let unchanged = capture(t, ts, now, at);
         let mut core = t.core.lock();
         account_thread(&mut core, ts);
@@ -385,7 +387,7 @@ pub fn on_free(g: &Guard, ptr: *mut c_void) {
 /// A release through `kind` (`free`, `MPI_Free_mem`) of `ptr`.
 pub fn on_free_kind(g: &Guard, kind: AllocKind, ptr: *mut c_void) {
     let Some(t) = get(g) else { return };
-    let now = now_mono_ns().saturating_sub(t.start_mono_ns);
+    let now = event_ns(g, t);
     t.core
         .lock()
         .collector
@@ -395,9 +397,9 @@ pub fn on_free_kind(g: &Guard, kind: AllocKind, ptr: *mut c_void) {
 /// An MPI call of `kind` (index into `MPI_KINDS`) moving `bytes`.
 pub fn on_mpi(g: &Guard, kind: usize, bytes: u64) {
     let Some(t) = get(g) else { return };
-    let now = now_mono_ns().saturating_sub(t.start_mono_ns);
+    let now = event_ns(g, t);
     let regs = current_regs();
-    let traced = with_thread(t, |ts| {
+    let traced = with_thread(g, t, |ts| {
         let unchanged = capture(t, ts, now, regs);
         let mut core = t.core.lock();
         account_thread(&mut core, ts);
@@ -466,10 +468,10 @@ pub fn on_realloc(
     call: impl FnOnce() -> *mut c_void,
 ) -> *mut c_void {
     let Some(t) = get(g) else { return call() };
-    let now = now_mono_ns().saturating_sub(t.start_mono_ns);
+    let now = event_ns(g, t);
     let mut call = Some(call);
     let mut result = std::ptr::null_mut();
-    let _ = with_thread(t, |ts| {
+    let _ = with_thread(g, t, |ts| {
         let unchanged = capture(t, ts, now, at);
         let mut core = t.core.lock();
         account_thread(&mut core, ts);
@@ -515,8 +517,7 @@ pub fn on_deferred(g: &Guard) {
         crate::deferred::take(&mut |_| {}, &mut |_, _, _| {});
         return;
     };
-    let _ = g;
-    let now = now_mono_ns().saturating_sub(t.start_mono_ns);
+    let now = event_ns(g, t);
     crate::deferred::take(
         &mut |op| {
             let mut core = t.core.lock();
@@ -550,7 +551,7 @@ pub fn on_deferred(g: &Guard) {
 /// A thread is exiting: fold its leftovers into the process state.
 /// Called by the thread-exit destructor before it frees the state.
 pub fn clear_thread_slot() {
-    let _ = THREAD.try_with(|slot| slot.clear());
+    let _ = crate::per_thread::with(|p| p.slot.clear());
 }
 
 pub fn thread_exit(mut ts: Box<ThreadState>) {
@@ -564,8 +565,8 @@ pub fn thread_exit(mut ts: Box<ThreadState>) {
 }
 
 /// Flush the calling thread's statistics (before taking the report).
-pub fn flush_current_thread(t: &Tracer) {
-    let _ = with_thread(t, |ts| {
+pub fn flush_current_thread(g: &Guard, t: &Tracer) {
+    let _ = with_thread(g, t, |ts| {
         let d = ts.take_stats_delta();
         add_stats(&mut t.core.lock().unwind, &d);
     });
