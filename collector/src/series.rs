@@ -72,6 +72,7 @@ impl Bins {
     /// entered for the first time start at `live` (the live heap carried
     /// over from before). An earlier time (threads race to the lock) lands
     /// in its own, earlier bin.
+    #[inline]
     pub fn advance(&mut self, t_ns: u64, live: u64) -> usize {
         if let Some(last) = self.len.checked_sub(1) {
             // Most events fall in the current bin: no division.
@@ -80,6 +81,13 @@ impl Bins {
                 return last;
             }
         }
+        self.advance_to(t_ns, live)
+    }
+
+    /// [`Bins::advance`] to another bin than the current one.
+    #[cold]
+    #[inline(never)]
+    fn advance_to(&mut self, t_ns: u64, live: u64) -> usize {
         let mut i = t_ns / self.width;
         while i >= self.cap() as u64 {
             self.double();
@@ -121,6 +129,7 @@ impl Bins {
     }
 
     /// An allocation of `size` at `t_ns`; the live heap went from `before` to `after`.
+    #[inline]
     pub fn on_alloc(&mut self, t_ns: u64, size: u64, before: u64, after: u64) {
         let i = self.advance(t_ns, before);
         self.live_max[i] = self.live_max[i].max(after);
@@ -130,6 +139,7 @@ impl Bins {
 
     /// A release at `t_ns`; the live heap was `before` (the bin's maximum
     /// already covers it when the bin is not new).
+    #[inline]
     pub fn on_release(&mut self, t_ns: u64, before: u64) {
         let i = self.advance(t_ns, before);
         self.live_max[i] = self.live_max[i].max(before);
