@@ -326,9 +326,10 @@ fn add_stats(acc: &mut UnwindStats, d: &UnwindStats) {
     acc.merge(d);
 }
 
-/// Run `f` with the thread state (the guard holds the thread's block).
-fn with_thread<R>(g: &Guard, t: &Tracer, f: impl FnOnce(&mut ThreadState) -> R) -> Option<R> {
-    Some(f(g.per_thread().slot.get(&t.config)))
+/// The thread's state, created on first use (the guard holds the thread's
+/// block, so it is always at hand).
+fn thread_state<'g>(g: &'g Guard, t: &Tracer) -> &'g mut ThreadState {
+    g.per_thread().slot.get(&t.config)
 }
 
 /// The event clock, with the anchor from the guard's block, since tracer start.
@@ -346,26 +347,19 @@ pub fn on_alloc(g: &Guard, at: Regs, kind: AllocKind, ptr: *mut c_void, size: us
         t.core.lock().collector.count_call(kind as u16, 0);
         return;
     }
-    let traced = with_thread(g, t, |ts| {
-        let unchanged = capture(t, ts, now, at);
-        let mut core = t.core.lock();
-        account_thread(&mut core, ts);
-        core.collector.on_alloc(
-            &mut ts.cursor,
-            kind as u16,
-            &ts.frames,
-            unchanged,
-            ptr as u64,
-            size as u64,
-            now,
-        );
-    });
-    if traced.is_none() {
-        t.core
-            .lock()
-            .collector
-            .on_alloc_untraced(kind as u16, ptr as u64, size as u64, now);
-    }
+    let ts = thread_state(g, t);
+    let unchanged = capture(t, ts, now, at);
+    let mut core = t.core.lock();
+    account_thread(&mut core, ts);
+    core.collector.on_alloc(
+        &mut ts.cursor,
+        kind as u16,
+        &ts.frames,
+        unchanged,
+        ptr as u64,
+        size as u64,
+        now,
+    );
 }
 
 /// Add the thread's new unwind statistics (and the thread itself, on its
@@ -399,25 +393,19 @@ pub fn on_mpi(g: &Guard, kind: usize, bytes: u64) {
     let Some(t) = get(g) else { return };
     let now = event_ns(g, t);
     let regs = current_regs();
-    let traced = with_thread(g, t, |ts| {
-        let unchanged = capture(t, ts, now, regs);
-        let mut core = t.core.lock();
-        account_thread(&mut core, ts);
-        core.mpi.on_event(
-            &mut ts.mpi_cursor,
-            kind as u16,
-            &ts.frames,
-            unchanged,
-            bytes,
-            now,
-        );
-        core.collector.record_mpi_event(now);
-    });
-    if traced.is_none() {
-        let mut core = t.core.lock();
-        core.mpi.count_call(kind as u16, bytes);
-        core.collector.record_mpi_event(now);
-    }
+    let ts = thread_state(g, t);
+    let unchanged = capture(t, ts, now, regs);
+    let mut core = t.core.lock();
+    account_thread(&mut core, ts);
+    core.mpi.on_event(
+        &mut ts.mpi_cursor,
+        kind as u16,
+        &ts.frames,
+        unchanged,
+        bytes,
+        now,
+    );
+    core.collector.record_mpi_event(now);
 }
 
 /// Record the outcome of glibc's realloc: `new` for `old` resized to `size`.
@@ -469,43 +457,22 @@ pub fn on_realloc(
 ) -> *mut c_void {
     let Some(t) = get(g) else { return call() };
     let now = event_ns(g, t);
-    let mut call = Some(call);
-    let mut result = std::ptr::null_mut();
-    let _ = with_thread(g, t, |ts| {
-        let unchanged = capture(t, ts, now, at);
-        let mut core = t.core.lock();
-        account_thread(&mut core, ts);
-        if let Some(c) = call.take() {
-            result = c();
-            let errno = crate::errno::get();
-            let frames: &[u64] = &ts.frames;
-            record_realloc(
-                &mut core.collector,
-                kind as u16,
-                old,
-                size,
-                result,
-                Some((&mut ts.cursor, frames, unchanged)),
-                now,
-            );
-            crate::errno::set(errno);
-        }
-    });
-    if let Some(c) = call.take() {
-        let mut core = t.core.lock();
-        result = c();
-        let errno = crate::errno::get();
-        record_realloc(
-            &mut core.collector,
-            kind as u16,
-            old,
-            size,
-            result,
-            None,
-            now,
-        );
-        crate::errno::set(errno);
-    }
+    let ts = thread_state(g, t);
+    let unchanged = capture(t, ts, now, at);
+    let mut core = t.core.lock();
+    account_thread(&mut core, ts);
+    let result = call();
+    let errno = crate::errno::get();
+    record_realloc(
+        &mut core.collector,
+        kind as u16,
+        old,
+        size,
+        result,
+        Some((&mut ts.cursor, &ts.frames, unchanged)),
+        now,
+    );
+    crate::errno::set(errno);
     result
 }
 
@@ -566,8 +533,6 @@ pub fn thread_exit(mut ts: Box<ThreadState>) {
 
 /// Flush the calling thread's statistics (before taking the report).
 pub fn flush_current_thread(g: &Guard, t: &Tracer) {
-    let _ = with_thread(g, t, |ts| {
-        let d = ts.take_stats_delta();
-        add_stats(&mut t.core.lock().unwind, &d);
-    });
+    let d = thread_state(g, t).take_stats_delta();
+    add_stats(&mut t.core.lock().unwind, &d);
 }
