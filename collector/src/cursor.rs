@@ -59,8 +59,9 @@ impl Cursor {
         self.keys.clear();
         self.path.clear();
         self.leaf_gen = 0;
+        // The path is gone; a number already given to the next event's
+        // frames stays theirs.
         self.stamp = 0;
-        self.next_stamp = 0;
     }
 
     /// The item node and its generation.

@@ -142,15 +142,13 @@ impl Hcct {
         bytes: u64,
         epoch: u64,
     ) -> Option<(u32, u32)> {
-        let exact = cur.advance_stamp();
         let old = if self.cursor_valid(cur) {
             cur.leaf()
         } else {
-            let stamp = cur.stamp;
             cur.clear();
-            cur.stamp = stamp;
             None
         };
+        let exact = cur.advance_stamp();
         let n = frames.len();
         let mut start = 0;
         if old.is_some() && self.reuse_prefix {
