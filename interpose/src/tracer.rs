@@ -332,6 +332,24 @@ fn thread_state<'g>(g: &'g Guard, t: &Tracer) -> &'g mut ThreadState {
     g.per_thread().slot.get(&t.config)
 }
 
+/// Capture the stack at `at`, then run `f` under the collector lock with
+/// the thread state (its statistics already added) and the number of
+/// root-side frames unchanged since the thread's previous event.
+#[inline]
+fn with_capture<R>(
+    g: &Guard,
+    t: &Tracer,
+    now: u64,
+    at: Regs,
+    f: impl FnOnce(&mut Core, &mut ThreadState, usize) -> R,
+) -> R {
+    let ts = thread_state(g, t);
+    let unchanged = capture(t, ts, now, at);
+    let mut core = t.core.lock();
+    account_thread(&mut core, ts);
+    f(&mut core, ts, unchanged)
+}
+
 /// The event clock, with the anchor from the guard's block, since tracer start.
 #[inline]
 fn event_ns(g: &Guard, t: &Tracer) -> u64 {
@@ -347,19 +365,17 @@ pub fn on_alloc(g: &Guard, at: Regs, kind: AllocKind, ptr: *mut c_void, size: us
         t.core.lock().collector.count_call(kind as u16, 0);
         return;
     }
-    let ts = thread_state(g, t);
-    let unchanged = capture(t, ts, now, at);
-    let mut core = t.core.lock();
-    account_thread(&mut core, ts);
-    core.collector.on_alloc(
-        &mut ts.cursor,
-        kind as u16,
-        &ts.frames,
-        unchanged,
-        ptr as u64,
-        size as u64,
-        now,
-    );
+    with_capture(g, t, now, at, |core, ts, unchanged| {
+        core.collector.on_alloc(
+            &mut ts.cursor,
+            kind as u16,
+            &ts.frames,
+            unchanged,
+            ptr as u64,
+            size as u64,
+            now,
+        )
+    });
 }
 
 /// Add the thread's new unwind statistics (and the thread itself, on its
@@ -393,19 +409,17 @@ pub fn on_mpi(g: &Guard, kind: usize, bytes: u64) {
     let Some(t) = get(g) else { return };
     let now = event_ns(g, t);
     let regs = current_regs();
-    let ts = thread_state(g, t);
-    let unchanged = capture(t, ts, now, regs);
-    let mut core = t.core.lock();
-    account_thread(&mut core, ts);
-    core.mpi.on_event(
-        &mut ts.mpi_cursor,
-        kind as u16,
-        &ts.frames,
-        unchanged,
-        bytes,
-        now,
-    );
-    core.collector.record_mpi_event(now);
+    with_capture(g, t, now, regs, |core, ts, unchanged| {
+        core.mpi.on_event(
+            &mut ts.mpi_cursor,
+            kind as u16,
+            &ts.frames,
+            unchanged,
+            bytes,
+            now,
+        );
+        core.collector.record_mpi_event(now);
+    });
 }
 
 /// Record the outcome of glibc's realloc: `new` for `old` resized to `size`.
@@ -457,23 +471,21 @@ pub fn on_realloc(
 ) -> *mut c_void {
     let Some(t) = get(g) else { return call() };
     let now = event_ns(g, t);
-    let ts = thread_state(g, t);
-    let unchanged = capture(t, ts, now, at);
-    let mut core = t.core.lock();
-    account_thread(&mut core, ts);
-    let result = call();
-    let errno = crate::errno::get();
-    record_realloc(
-        &mut core.collector,
-        kind as u16,
-        old,
-        size,
-        result,
-        Some((&mut ts.cursor, &ts.frames, unchanged)),
-        now,
-    );
-    crate::errno::set(errno);
-    result
+    with_capture(g, t, now, at, |core, ts, unchanged| {
+        let result = call();
+        let errno = crate::errno::get();
+        record_realloc(
+            &mut core.collector,
+            kind as u16,
+            old,
+            size,
+            result,
+            Some((&mut ts.cursor, &ts.frames, unchanged)),
+            now,
+        );
+        crate::errno::set(errno);
+        result
+    })
 }
 
 /// Record the allocator calls a signal handler made while this thread was
