@@ -5,11 +5,21 @@
 //! kernels) has many. The index finds any child with about one probe:
 //! open addressing with linear probing, backward-shift deletion (no
 //! tombstones), grown by doubling at 1/2 load.
+//!
+//! An entry's slot comes from the child's *path hash* (see
+//! [`path_hash`]), which the caller computes from the frames alone, not
+//! from the parent's node index. So a descent of several levels knows every
+//! level's slot before it has found any node, and the processor can load
+//! them all at once instead of one cache miss after another. The hash only
+//! places entries: a lookup matches the exact (parent, key, item-ness), so
+//! two paths with the same hash are two entries of one probe run.
 
 const EMPTY: u32 = u32::MAX;
 
 #[derive(Clone, Copy, Debug)]
 struct Entry {
+    /// The child's path hash (its home slot, kept for moves and growth).
+    hash: u64,
     key: u64,
     parent: u32,
     /// The child's node index, `EMPTY` for a free slot.
@@ -18,6 +28,7 @@ struct Entry {
 }
 
 const FREE: Entry = Entry {
+    hash: 0,
     key: 0,
     parent: 0,
     child: EMPTY,
@@ -30,8 +41,14 @@ pub struct ChildIndex {
     len: usize,
 }
 
-fn hash(parent: u32, key: u64, item: bool) -> u64 {
-    let x = key ^ ((parent as u64) << 32 | (parent as u64)).rotate_left(17) ^ item as u64;
+/// Path hash of the root.
+pub const ROOT_HASH: u64 = 0x243F_6A88_85A3_08D3;
+
+/// The path hash of the child with `key` and item-ness `item` of a node
+/// whose path hash is `parent`: a function of the keys from the root down.
+#[inline(always)]
+pub fn path_hash(parent: u64, key: u64, item: bool) -> u64 {
+    let x = parent.rotate_left(29) ^ key ^ (item as u64) << 63;
     // Fibonacci hashing: the slot is taken from the high bits, which every
     // bit of `x` reaches.
     x.wrapping_mul(0x9E37_79B9_7F4A_7C15)
@@ -58,44 +75,47 @@ impl ChildIndex {
         self.slots.len().wrapping_sub(1)
     }
 
-    fn home(&self, parent: u32, key: u64, item: bool) -> usize {
+    #[inline(always)]
+    fn home(&self, hash: u64) -> usize {
         let shift = 64 - self.slots.len().trailing_zeros();
-        (hash(parent, key, item) >> shift) as usize
+        (hash >> shift) as usize
     }
 
-    /// The child of `parent` with `key` and item-ness `item`.
+    /// The child of `parent` with `key` and item-ness `item`; `hash` is
+    /// that child's path hash.
     #[inline]
-    pub fn get(&self, parent: u32, key: u64, item: bool) -> Option<u32> {
+    pub fn get(&self, hash: u64, parent: u32, key: u64, item: bool) -> Option<u32> {
         if self.slots.is_empty() {
             return None;
         }
         let mask = self.mask();
-        let mut i = self.home(parent, key, item);
+        let mut i = self.home(hash);
         loop {
-            let e = &self.slots[i];
+            let e = self.slots.get(i)?;
             if e.child == EMPTY {
                 return None;
             }
-            if e.key == key && e.parent == parent && e.item == item {
+            if e.hash == hash && e.key == key && e.parent == parent && e.item == item {
                 return Some(e.child);
             }
             i = (i + 1) & mask;
         }
     }
 
-    /// Record `child` as the child of `parent` with `key`/`item` (replacing
-    /// an entry for the same triple).
-    pub fn insert(&mut self, parent: u32, key: u64, item: bool, child: u32) {
+    /// Record `child` as the child of `parent` with `key`/`item` and path
+    /// hash `hash` (replacing an entry for the same triple).
+    pub fn insert(&mut self, hash: u64, parent: u32, key: u64, item: bool, child: u32) {
         debug_assert!(child != EMPTY);
         if (self.len + 1) * 2 > self.slots.len() {
             self.grow();
         }
         let mask = self.mask();
-        let mut i = self.home(parent, key, item);
+        let mut i = self.home(hash);
         loop {
             let e = &mut self.slots[i];
             if e.child == EMPTY {
                 *e = Entry {
+                    hash,
                     key,
                     parent,
                     child,
@@ -104,7 +124,7 @@ impl ChildIndex {
                 self.len += 1;
                 return;
             }
-            if e.key == key && e.parent == parent && e.item == item {
+            if e.hash == hash && e.key == key && e.parent == parent && e.item == item {
                 e.child = child;
                 return;
             }
@@ -112,19 +132,19 @@ impl ChildIndex {
         }
     }
 
-    /// Forget the child of `parent` with `key`/`item`.
-    pub fn remove(&mut self, parent: u32, key: u64, item: bool) -> Option<u32> {
+    /// Forget the child of `parent` with `key`/`item` and path hash `hash`.
+    pub fn remove(&mut self, hash: u64, parent: u32, key: u64, item: bool) -> Option<u32> {
         if self.slots.is_empty() {
             return None;
         }
         let mask = self.mask();
-        let mut i = self.home(parent, key, item);
+        let mut i = self.home(hash);
         loop {
             let e = self.slots[i];
             if e.child == EMPTY {
                 return None;
             }
-            if e.key == key && e.parent == parent && e.item == item {
+            if e.hash == hash && e.key == key && e.parent == parent && e.item == item {
                 break;
             }
             i = (i + 1) & mask;
@@ -139,7 +159,7 @@ impl ChildIndex {
             if e.child == EMPTY {
                 break;
             }
-            let home = self.home(e.parent, e.key, e.item);
+            let home = self.home(e.hash);
             // Can `e` move to `hole`? Only if `hole` lies cyclically in
             // [home, j).
             let dist_hole = hole.wrapping_sub(home) & mask;
@@ -160,7 +180,7 @@ impl ChildIndex {
         let old = std::mem::replace(&mut self.slots, vec![FREE; cap]);
         self.len = 0;
         for e in old.into_iter().filter(|e| e.child != EMPTY) {
-            self.insert(e.parent, e.key, e.item, e.child);
+            self.insert(e.hash, e.parent, e.key, e.item, e.child);
         }
     }
 }
@@ -170,22 +190,56 @@ mod tests {
     use super::*;
     use std::collections::HashMap;
 
+    /// A triple's hash, as a tree would give it; every key divisible by 5
+    /// gets one shared hash, so distinct triples collide fully.
+    fn h(parent: u32, key: u64, item: bool) -> u64 {
+        if key.is_multiple_of(5) {
+            42 << 58
+        } else {
+            path_hash(parent as u64, key, item)
+        }
+    }
+
     #[test]
     fn insert_get_remove() {
         let mut x = ChildIndex::new();
-        assert_eq!(x.get(0, 1, false), None);
-        x.insert(0, 1, false, 5);
-        x.insert(0, 1, true, 6);
-        x.insert(3, 1, false, 7);
-        assert_eq!(x.get(0, 1, false), Some(5));
-        assert_eq!(x.get(0, 1, true), Some(6));
-        assert_eq!(x.get(3, 1, false), Some(7));
+        assert_eq!(x.get(h(0, 1, false), 0, 1, false), None);
+        x.insert(h(0, 1, false), 0, 1, false, 5);
+        x.insert(h(0, 1, true), 0, 1, true, 6);
+        x.insert(h(3, 1, false), 3, 1, false, 7);
+        assert_eq!(x.get(h(0, 1, false), 0, 1, false), Some(5));
+        assert_eq!(x.get(h(0, 1, true), 0, 1, true), Some(6));
+        assert_eq!(x.get(h(3, 1, false), 3, 1, false), Some(7));
         assert_eq!(x.len(), 3);
-        assert_eq!(x.remove(0, 1, false), Some(5));
-        assert_eq!(x.get(0, 1, false), None);
-        assert_eq!(x.get(0, 1, true), Some(6));
-        assert_eq!(x.remove(0, 1, false), None);
+        assert_eq!(x.remove(h(0, 1, false), 0, 1, false), Some(5));
+        assert_eq!(x.get(h(0, 1, false), 0, 1, false), None);
+        assert_eq!(x.get(h(0, 1, true), 0, 1, true), Some(6));
+        assert_eq!(x.remove(h(0, 1, false), 0, 1, false), None);
         assert_eq!(x.len(), 2);
+    }
+
+    #[test]
+    fn equal_hashes_are_told_apart_by_the_triple() {
+        let mut x = ChildIndex::new();
+        for (i, t) in [
+            (0, 10, false),
+            (0, 10, true),
+            (1, 10, false),
+            (0, 11, false),
+        ]
+        .into_iter()
+        .enumerate()
+        {
+            x.insert(7, t.0, t.1, t.2, i as u32);
+        }
+        assert_eq!(x.get(7, 1, 10, false), Some(2));
+        assert_eq!(x.get(7, 0, 10, true), Some(1));
+        assert_eq!(x.get(7, 0, 11, false), Some(3));
+        assert_eq!(x.get(7, 1, 11, false), None);
+        assert_eq!(x.get(8, 0, 10, false), None, "another hash is another slot");
+        assert_eq!(x.remove(7, 0, 10, false), Some(0));
+        assert_eq!(x.get(7, 0, 11, false), Some(3));
+        assert_eq!(x.get(7, 0, 10, false), None);
     }
 
     #[test]
@@ -199,23 +253,25 @@ mod tests {
             s ^= s << 17;
             // Few distinct keys so that runs collide and deletions shift.
             let k = (s % 3000, (s >> 20) as u32 % 40, s >> 40 & 1 == 1);
-            let key = (k.1, k.0 * 16, k.2);
+            let key = (k.1, k.0 * 16 + 1, k.2);
+            let hk = h(key.0, key.1, key.2);
             if s >> 50 & 3 == 0 {
-                assert_eq!(x.remove(key.0, key.1, key.2), m.remove(&key));
+                assert_eq!(x.remove(hk, key.0, key.1, key.2), m.remove(&key));
             } else {
-                x.insert(key.0, key.1, key.2, step);
+                x.insert(hk, key.0, key.1, key.2, step);
                 m.insert(key, step);
             }
             assert_eq!(x.len(), m.len());
         }
         for (&(p, k, i), &c) in &m {
-            assert_eq!(x.get(p, k, i), Some(c));
+            assert_eq!(x.get(h(p, k, i), p, k, i), Some(c));
         }
         // And nothing else is found.
         for p in 0..40 {
             for k in 0..3000u64 {
                 for i in [false, true] {
-                    assert_eq!(x.get(p, k * 16, i), m.get(&(p, k * 16, i)).copied());
+                    let key = k * 16 + 1;
+                    assert_eq!(x.get(h(p, key, i), p, key, i), m.get(&(p, key, i)).copied());
                 }
             }
         }

@@ -12,6 +12,8 @@ pub struct Cursor {
     pub(crate) keys: Vec<u64>,
     /// Node indices: `keys.len()` frame nodes, then the item node.
     pub(crate) path: Vec<u32>,
+    /// Path hashes of the frame nodes (one per key).
+    pub(crate) hashes: Vec<u64>,
     /// Generation of the item node.
     pub(crate) leaf_gen: u32,
     /// The caller's number for the frames of the current path (0: none).
@@ -58,6 +60,7 @@ impl Cursor {
         self.owner = 0;
         self.keys.clear();
         self.path.clear();
+        self.hashes.clear();
         self.leaf_gen = 0;
         // The path is gone; a number already given to the next event's
         // frames stays theirs.

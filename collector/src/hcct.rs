@@ -24,6 +24,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use wmhcct_format::{FrameKey, Node as OutNode, Tree, MONITORED_BYTES, MONITORED_COUNT, NO_PARENT};
 
+use crate::child_index::{path_hash, ROOT_HASH};
 use crate::cursor::Cursor;
 use crate::heap::LiveCell;
 use crate::mcct::{Mcct, EXACT_SLOT, F_SEEN, NONE, ROOT};
@@ -113,7 +114,10 @@ impl Hcct {
 
     /// Is the cursor's path a valid, pinned path of this tree?
     fn cursor_valid(&self, cur: &Cursor) -> bool {
-        if cur.owner != self.id || cur.path.len() != cur.keys.len() + 1 {
+        if cur.owner != self.id
+            || cur.path.len() != cur.keys.len() + 1
+            || cur.hashes.len() != cur.keys.len()
+        {
             return false;
         }
         match cur.leaf() {
@@ -182,19 +186,23 @@ impl Hcct {
         }
         cur.keys.truncate(start);
         cur.path.truncate(start);
-        let mut node = if start == 0 {
-            ROOT
-        } else {
-            cur.path[start - 1]
+        cur.hashes.truncate(start);
+        let (mut node, mut hash) = match start.checked_sub(1) {
+            None => (ROOT, ROOT_HASH),
+            Some(d) => (cur.path[d], cur.hashes[d]),
         };
         let mut failed = false;
         for d in start..n {
             let key = frames[n - 1 - d];
-            match self.tree.child(node, key, false) {
+            // Computed from the frames alone: the next level's probe does
+            // not wait for this level's node.
+            hash = path_hash(hash, key, false);
+            match self.tree.child_at(node, hash, key, false) {
                 Some(c) => {
                     node = c;
                     cur.keys.push(key);
                     cur.path.push(c);
+                    cur.hashes.push(hash);
                 }
                 None => {
                     failed = true;
@@ -205,7 +213,8 @@ impl Hcct {
         let leaf = if failed {
             None
         } else {
-            self.tree.child(node, item_key, true)
+            self.tree
+                .child_at(node, path_hash(hash, item_key, true), item_key, true)
         };
         let result = leaf.and_then(|l| {
             let n = self.tree.get_mut(l)?;

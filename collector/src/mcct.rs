@@ -2,12 +2,12 @@
 //! indices, a free list, and first-child / next-sibling / prev-sibling links.
 //!
 //! Children are found through a hash index on (parent, key, item-ness)
-//! (`child_index.rs`), about one probe whatever the fan-out; the sibling
-//! lists serve traversals and pruning.
+//! placed by path hash (`child_index.rs`), about one probe whatever the
+//! fan-out; the sibling lists serve traversals and pruning.
 //! A freed slot's generation is bumped, so stale references (pointer-table
 //! entries, cursors) can tell that their node is gone.
 
-use crate::child_index::ChildIndex;
+use crate::child_index::{path_hash, ChildIndex, ROOT_HASH};
 use crate::heap::LiveCell;
 
 /// No node.
@@ -31,11 +31,10 @@ pub struct Node {
     pub first_child: u32,
     pub next_sibling: u32,
     pub prev_sibling: u32,
-    /// The child found last (a hint, checked before use): successive events
-    /// mostly take the same edge, and this avoids the index probe.
-    pub hot_child: u32,
     /// Return address, or the kind (pseudo-)key of an item.
     pub key: u64,
+    /// Path hash of the node ([`path_hash`] of the keys from the root).
+    pub hash: u64,
     /// Space-Saving estimate and error per weight (count, bytes).
     pub est: [u64; 2],
     pub err: [u64; 2],
@@ -55,8 +54,8 @@ impl Node {
             first_child: NONE,
             next_sibling: NONE,
             prev_sibling: NONE,
-            hot_child: NONE,
             key: 0,
+            hash: 0,
             est: [0; 2],
             err: [0; 2],
             slot: [NONE; 2],
@@ -99,6 +98,7 @@ impl Mcct {
     pub fn new() -> Mcct {
         let mut root = Node::vacant(0);
         root.flags = F_ALIVE;
+        root.hash = ROOT_HASH;
         Mcct {
             nodes: vec![root],
             free: Vec::new(),
@@ -152,30 +152,37 @@ impl Mcct {
 
     /// Child of `parent` with `key` (and item-ness), created when missing.
     /// `None` if `parent` is not a live node or the arena is exhausted.
-    #[inline]
     pub fn child(&mut self, parent: u32, key: u64, item: bool) -> Option<u32> {
-        let hot = self.get(parent)?.hot_child;
-        if let Some(h) = self.nodes.get(hot as usize) {
-            if h.key == key && h.parent == parent && h.is_item() == item && h.flags & F_ALIVE != 0 {
-                return Some(hot);
-            }
-        }
-        let c = match self.index.get(parent, key, item) {
-            Some(c) => c,
-            None => {
-                let i = self.alloc(key, item)?;
-                self.link_front(parent, i);
-                self.index.insert(parent, key, item, i);
-                i
-            }
-        };
-        if let Some(p) = self.nodes.get_mut(parent as usize) {
-            p.hot_child = c;
-        }
-        Some(c)
+        let h = path_hash(self.get(parent)?.hash, key, item);
+        self.child_at(parent, h, key, item)
     }
 
-    fn alloc(&mut self, key: u64, item: bool) -> Option<u32> {
+    /// [`Mcct::child`] for a caller that knows the child's path hash `hash`
+    /// (`path_hash` of `parent`'s hash, `key` and `item`). A descent computes
+    /// each level's hash from its frames, so every level's index probe can
+    /// start before the level above it is found.
+    #[inline]
+    pub fn child_at(&mut self, parent: u32, hash: u64, key: u64, item: bool) -> Option<u32> {
+        if let Some(c) = self.index.get(hash, parent, key, item) {
+            return Some(c);
+        }
+        self.add_child(parent, hash, key, item)
+    }
+
+    #[cold]
+    fn add_child(&mut self, parent: u32, hash: u64, key: u64, item: bool) -> Option<u32> {
+        debug_assert_eq!(
+            self.get(parent).map(|p| path_hash(p.hash, key, item)),
+            Some(hash)
+        );
+        self.get(parent)?;
+        let i = self.alloc(key, hash, item)?;
+        self.link_front(parent, i);
+        self.index.insert(hash, parent, key, item, i);
+        Some(i)
+    }
+
+    fn alloc(&mut self, key: u64, hash: u64, item: bool) -> Option<u32> {
         let i = match self.free.pop() {
             Some(i) => i,
             None => {
@@ -191,6 +198,7 @@ impl Mcct {
         let gen = n.gen;
         *n = Node::vacant(gen);
         n.key = key;
+        n.hash = hash;
         n.flags = F_ALIVE | if item { F_ITEM } else { 0 };
         self.alive += 1;
         Some(i)
@@ -241,8 +249,8 @@ impl Mcct {
         if n.first_child != NONE {
             return None;
         }
-        let (parent, key, item) = (n.parent, n.key, n.is_item());
-        self.index.remove(parent, key, item);
+        let (parent, key, hash, item) = (n.parent, n.key, n.hash, n.is_item());
+        self.index.remove(hash, parent, key, item);
         self.unlink(i);
         let n = self.nodes.get_mut(i as usize)?;
         let gen = n.gen.wrapping_add(1);
