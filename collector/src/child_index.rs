@@ -15,25 +15,32 @@
 //! two paths with the same hash are two entries of one probe run.
 
 const EMPTY: u32 = u32::MAX;
+/// Bit of `Entry::child` set for item nodes.
+const ITEM: u32 = 1 << 31;
+/// Node indices stored in the index are below this.
+pub const MAX_CHILD: u32 = ITEM - 1;
 
+/// 16 bytes, four to a cache line. The path hash is not stored: moves and
+/// growth ask the tree for it (`hash_of`), which keeps lookups, the hot
+/// path, on the smallest entries.
 #[derive(Clone, Copy, Debug)]
 struct Entry {
-    /// The child's path hash (its home slot, kept for moves and growth).
-    hash: u64,
     key: u64,
     parent: u32,
-    /// The child's node index, `EMPTY` for a free slot.
+    /// The child's node index with [`ITEM`] for an item, `EMPTY` for a
+    /// free slot.
     child: u32,
-    item: bool,
 }
 
 const FREE: Entry = Entry {
-    hash: 0,
     key: 0,
     parent: 0,
     child: EMPTY,
-    item: false,
 };
+
+fn tagged(child: u32, item: bool) -> u32 {
+    child | if item { ITEM } else { 0 }
+}
 
 #[derive(Clone, Debug, Default)]
 pub struct ChildIndex {
@@ -95,36 +102,44 @@ impl ChildIndex {
             if e.child == EMPTY {
                 return None;
             }
-            if e.hash == hash && e.key == key && e.parent == parent && e.item == item {
-                return Some(e.child);
+            if e.key == key && e.parent == parent && (e.child & ITEM != 0) == item {
+                return Some(e.child & !ITEM);
             }
             i = (i + 1) & mask;
         }
     }
 
-    /// Record `child` as the child of `parent` with `key`/`item` and path
-    /// hash `hash` (replacing an entry for the same triple).
-    pub fn insert(&mut self, hash: u64, parent: u32, key: u64, item: bool, child: u32) {
-        debug_assert!(child != EMPTY);
+    /// Record `child` (below [`MAX_CHILD`]) as the child of `parent` with
+    /// `key`/`item` and path hash `hash` (replacing an entry for the same
+    /// triple). `hash_of` gives the path hash of any child already in the
+    /// index (for growth).
+    pub fn insert(
+        &mut self,
+        hash: u64,
+        parent: u32,
+        key: u64,
+        item: bool,
+        child: u32,
+        hash_of: &dyn Fn(u32) -> u64,
+    ) {
+        debug_assert!(child < MAX_CHILD);
         if (self.len + 1) * 2 > self.slots.len() {
-            self.grow();
+            self.grow(hash_of);
         }
+        self.place(hash, parent, key, tagged(child, item));
+    }
+
+    fn place(&mut self, hash: u64, parent: u32, key: u64, child: u32) {
         let mask = self.mask();
         let mut i = self.home(hash);
         loop {
             let e = &mut self.slots[i];
             if e.child == EMPTY {
-                *e = Entry {
-                    hash,
-                    key,
-                    parent,
-                    child,
-                    item,
-                };
+                *e = Entry { key, parent, child };
                 self.len += 1;
                 return;
             }
-            if e.hash == hash && e.key == key && e.parent == parent && e.item == item {
+            if e.key == key && e.parent == parent && (e.child ^ child) & ITEM == 0 {
                 e.child = child;
                 return;
             }
@@ -133,7 +148,16 @@ impl ChildIndex {
     }
 
     /// Forget the child of `parent` with `key`/`item` and path hash `hash`.
-    pub fn remove(&mut self, hash: u64, parent: u32, key: u64, item: bool) -> Option<u32> {
+    /// `hash_of` gives the path hash of any child in the index (to move
+    /// later entries of the probe run into the hole).
+    pub fn remove(
+        &mut self,
+        hash: u64,
+        parent: u32,
+        key: u64,
+        item: bool,
+        hash_of: &dyn Fn(u32) -> u64,
+    ) -> Option<u32> {
         if self.slots.is_empty() {
             return None;
         }
@@ -144,12 +168,12 @@ impl ChildIndex {
             if e.child == EMPTY {
                 return None;
             }
-            if e.hash == hash && e.key == key && e.parent == parent && e.item == item {
+            if e.key == key && e.parent == parent && (e.child & ITEM != 0) == item {
                 break;
             }
             i = (i + 1) & mask;
         }
-        let removed = self.slots[i].child;
+        let removed = self.slots[i].child & !ITEM;
         // Backward-shift deletion: move later entries of the probe run into
         // the hole when their home slot allows it.
         let mut hole = i;
@@ -159,7 +183,7 @@ impl ChildIndex {
             if e.child == EMPTY {
                 break;
             }
-            let home = self.home(e.hash);
+            let home = self.home(hash_of(e.child & !ITEM));
             // Can `e` move to `hole`? Only if `hole` lies cyclically in
             // [home, j).
             let dist_hole = hole.wrapping_sub(home) & mask;
@@ -175,12 +199,12 @@ impl ChildIndex {
         Some(removed)
     }
 
-    fn grow(&mut self) {
+    fn grow(&mut self, hash_of: &dyn Fn(u32) -> u64) {
         let cap = (self.slots.len() * 2).max(64);
         let old = std::mem::replace(&mut self.slots, vec![FREE; cap]);
         self.len = 0;
         for e in old.into_iter().filter(|e| e.child != EMPTY) {
-            self.insert(e.hash, e.parent, e.key, e.item, e.child);
+            self.place(hash_of(e.child & !ITEM), e.parent, e.key, e.child);
         }
     }
 }
@@ -188,7 +212,27 @@ impl ChildIndex {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::cell::RefCell;
     use std::collections::HashMap;
+
+    /// Children's path hashes, as the tree would give them.
+    #[derive(Default)]
+    struct Hashes(RefCell<HashMap<u32, u64>>);
+
+    impl Hashes {
+        fn of(&self) -> impl Fn(u32) -> u64 + '_ {
+            |c| self.0.borrow()[&c]
+        }
+        fn insert(&self, x: &mut ChildIndex, t: (u32, u64, bool), child: u32) {
+            let hk = h(t.0, t.1, t.2);
+            self.0.borrow_mut().insert(child, hk);
+            x.insert(hk, t.0, t.1, t.2, child, &self.of());
+        }
+        fn insert_with(&self, x: &mut ChildIndex, hk: u64, t: (u32, u64, bool), child: u32) {
+            self.0.borrow_mut().insert(child, hk);
+            x.insert(hk, t.0, t.1, t.2, child, &self.of());
+        }
+    }
 
     /// A triple's hash, as a tree would give it; every key divisible by 5
     /// gets one shared hash, so distinct triples collide fully.
@@ -203,41 +247,40 @@ mod tests {
     #[test]
     fn insert_get_remove() {
         let mut x = ChildIndex::new();
+        let hs = Hashes::default();
         assert_eq!(x.get(h(0, 1, false), 0, 1, false), None);
-        x.insert(h(0, 1, false), 0, 1, false, 5);
-        x.insert(h(0, 1, true), 0, 1, true, 6);
-        x.insert(h(3, 1, false), 3, 1, false, 7);
+        hs.insert(&mut x, (0, 1, false), 5);
+        hs.insert(&mut x, (0, 1, true), 6);
+        hs.insert(&mut x, (3, 1, false), 7);
         assert_eq!(x.get(h(0, 1, false), 0, 1, false), Some(5));
         assert_eq!(x.get(h(0, 1, true), 0, 1, true), Some(6));
         assert_eq!(x.get(h(3, 1, false), 3, 1, false), Some(7));
         assert_eq!(x.len(), 3);
-        assert_eq!(x.remove(h(0, 1, false), 0, 1, false), Some(5));
+        assert_eq!(x.remove(h(0, 1, false), 0, 1, false, &hs.of()), Some(5));
         assert_eq!(x.get(h(0, 1, false), 0, 1, false), None);
         assert_eq!(x.get(h(0, 1, true), 0, 1, true), Some(6));
-        assert_eq!(x.remove(h(0, 1, false), 0, 1, false), None);
+        assert_eq!(x.remove(h(0, 1, false), 0, 1, false, &hs.of()), None);
         assert_eq!(x.len(), 2);
     }
 
     #[test]
     fn equal_hashes_are_told_apart_by_the_triple() {
         let mut x = ChildIndex::new();
-        for (i, t) in [
+        let hs = Hashes::default();
+        let triples = [
             (0, 10, false),
             (0, 10, true),
             (1, 10, false),
             (0, 11, false),
-        ]
-        .into_iter()
-        .enumerate()
-        {
-            x.insert(7, t.0, t.1, t.2, i as u32);
+        ];
+        for (i, t) in triples.into_iter().enumerate() {
+            hs.insert_with(&mut x, 7, t, i as u32);
         }
         assert_eq!(x.get(7, 1, 10, false), Some(2));
         assert_eq!(x.get(7, 0, 10, true), Some(1));
         assert_eq!(x.get(7, 0, 11, false), Some(3));
         assert_eq!(x.get(7, 1, 11, false), None);
-        assert_eq!(x.get(8, 0, 10, false), None, "another hash is another slot");
-        assert_eq!(x.remove(7, 0, 10, false), Some(0));
+        assert_eq!(x.remove(7, 0, 10, false, &hs.of()), Some(0));
         assert_eq!(x.get(7, 0, 11, false), Some(3));
         assert_eq!(x.get(7, 0, 10, false), None);
     }
@@ -245,6 +288,7 @@ mod tests {
     #[test]
     fn agrees_with_a_hash_map_under_churn() {
         let mut x = ChildIndex::new();
+        let hs = Hashes::default();
         let mut m: HashMap<(u32, u64, bool), u32> = HashMap::new();
         let mut s = 0x1234_5678_9abc_def0u64;
         for step in 0..200_000u32 {
@@ -254,11 +298,11 @@ mod tests {
             // Few distinct keys so that runs collide and deletions shift.
             let k = (s % 3000, (s >> 20) as u32 % 40, s >> 40 & 1 == 1);
             let key = (k.1, k.0 * 16 + 1, k.2);
-            let hk = h(key.0, key.1, key.2);
             if s >> 50 & 3 == 0 {
-                assert_eq!(x.remove(hk, key.0, key.1, key.2), m.remove(&key));
+                let hk = h(key.0, key.1, key.2);
+                assert_eq!(x.remove(hk, key.0, key.1, key.2, &hs.of()), m.remove(&key));
             } else {
-                x.insert(hk, key.0, key.1, key.2, step);
+                hs.insert(&mut x, key, step);
                 m.insert(key, step);
             }
             assert_eq!(x.len(), m.len());

@@ -7,7 +7,7 @@
 //! A freed slot's generation is bumped, so stale references (pointer-table
 //! entries, cursors) can tell that their node is gone.
 
-use crate::child_index::{path_hash, ChildIndex, ROOT_HASH};
+use crate::child_index::{path_hash, ChildIndex, MAX_CHILD, ROOT_HASH};
 use crate::heap::LiveCell;
 
 /// No node.
@@ -178,7 +178,9 @@ impl Mcct {
         self.get(parent)?;
         let i = self.alloc(key, hash, item)?;
         self.link_front(parent, i);
-        self.index.insert(hash, parent, key, item, i);
+        let nodes = &self.nodes;
+        let hash_of = |c: u32| nodes.get(c as usize).map_or(0, |n| n.hash);
+        self.index.insert(hash, parent, key, item, i, &hash_of);
         Some(i)
     }
 
@@ -187,7 +189,7 @@ impl Mcct {
             Some(i) => i,
             None => {
                 let i = u32::try_from(self.nodes.len()).ok()?;
-                if i >= EXACT_SLOT {
+                if i >= MAX_CHILD {
                     return None;
                 }
                 self.nodes.push(Node::vacant(0));
@@ -250,7 +252,9 @@ impl Mcct {
             return None;
         }
         let (parent, key, hash, item) = (n.parent, n.key, n.hash, n.is_item());
-        self.index.remove(hash, parent, key, item);
+        let nodes = &self.nodes;
+        let hash_of = |c: u32| nodes.get(c as usize).map_or(0, |n| n.hash);
+        self.index.remove(hash, parent, key, item, &hash_of);
         self.unlink(i);
         let n = self.nodes.get_mut(i as usize)?;
         let gen = n.gen.wrapping_add(1);
