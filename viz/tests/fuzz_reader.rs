@@ -409,7 +409,7 @@ const SEAL: usize = 24;
 /// A report without its seal: as a report written before the seal, or one
 /// whose tail another tool rewrote.
 fn unsealed(sealed: &[u8]) -> Vec<u8> {
-    assert_eq!(&sealed[sealed.len() - SEAL..][..8], b"WMHCSEAL");
+    assert_eq!(&sealed[sealed.len() - SEAL..][..8], b"WMHCSEA2");
     sealed[..sealed.len() - SEAL].to_vec()
 }
 
