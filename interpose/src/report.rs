@@ -333,9 +333,15 @@ fn convert(t: &Tracer, bytes: &[u8], report: &Path) {
         .stderr(std::process::Stdio::piped())
         .output();
     match status {
-        Ok(o) if o.status.success() => {
+        Ok(o) if o.status.success() && report.is_file() => {
             crate::diag::message(&["report written to ", &report.to_string_lossy()]);
         }
+        Ok(o) if o.status.success() => crate::diag::message(&[
+            "could not convert the profile (",
+            &bin.to_string_lossy(),
+            " succeeded but wrote no report); profile kept, convert it with: ",
+            &manual,
+        ]),
         Ok(o) => {
             let err = String::from_utf8_lossy(&o.stderr);
             let first = err.lines().next().unwrap_or("").trim().to_string();

@@ -454,6 +454,41 @@ fn report_into_a_read_only_file_system() {
 
 use std::process::Command;
 
+/// A converter (`WMHCCT_BIN`) that exits with success but writes nothing:
+/// the closing line must not claim a report, and the profile stays.
+#[test]
+fn a_converter_that_writes_no_report_is_not_believed() {
+    let t = "a_converter_that_writes_no_report_is_not_believed";
+    let w = WorkDir::new("rel-werr-silent-converter");
+    let fake = w.join("true-converter");
+    std::fs::write(&fake, "#!/bin/sh\nexit 0\n").unwrap();
+    let _ = Command::new("chmod").arg("+x").arg(&fake).status();
+    let exe = compile("exitcode.c", &w.path, Opt::Debug, &[]);
+    let p = w.join("r.h5");
+    let out = run_traced_timeout(
+        &exe,
+        &[] as &[&str],
+        &w.path,
+        &p,
+        &[("WMHCCT_BIN", &fake.to_string_lossy())],
+        Duration::from_secs(60),
+    );
+    assert_eq!(out.code, 7, "{}", out.describe());
+    assert_eq!(out.stdout, "exiting with 7\n");
+    let lines: Vec<&str> = out.stderr.lines().collect();
+    assert_eq!(lines.len(), 1, "exactly one line: {}", out.stderr);
+    assert!(
+        lines[0].contains("wrote no report")
+            && lines[0].contains("convert it with: wmhcct convert"),
+        "{}",
+        lines[0]
+    );
+    assert!(!p.exists());
+    assert!(w.join("r.h5.wmprof").is_file(), "profile kept");
+    assert_no_panic(&out.stderr, t);
+    figure(t, lines[0]);
+}
+
 /// A full disk (a small tmpfs, filled): no space for the profile at all,
 /// then space for the profile but not for the report. Nothing truncated is
 /// left behind; when the profile fits it is kept with the command that
