@@ -460,9 +460,7 @@ use std::process::Command;
 fn a_converter_that_writes_no_report_is_not_believed() {
     let t = "a_converter_that_writes_no_report_is_not_believed";
     let w = WorkDir::new("rel-werr-silent-converter");
-    let fake = w.join("true-converter");
-    std::fs::write(&fake, "#!/bin/sh\nexit 0\n").unwrap();
-    let _ = Command::new("chmod").arg("+x").arg(&fake).status();
+    let fake = fake_converter(&w.path, 0);
     let exe = compile("exitcode.c", &w.path, Opt::Debug, &[]);
     let p = w.join("r.h5");
     let out = run_traced_timeout(

@@ -145,9 +145,7 @@ fn fails_cleanly(args: &[&str], file: &Path, problem: &[&str]) {
 /// fails, so the tracer keeps `<report>.wmprof`.
 fn real_profile(w: &WorkDir) -> PathBuf {
     let exe = compile("pattern.c", &w.path, Opt::Debug, &[]);
-    let fake = w.join("false-converter");
-    std::fs::write(&fake, "#!/bin/sh\nexit 1\n").unwrap();
-    let _ = Command::new("chmod").arg("+x").arg(&fake).status();
+    let fake = fake_converter(&w.path, 1);
     let h5 = w.join("p.h5");
     let out = run_traced(
         &exe,

@@ -64,6 +64,15 @@ pub fn run_limited(
     run_cmd(&mut c, TIMEOUT)
 }
 
+/// A stand-in for `wmhcct` (for `WMHCCT_BIN`) in `dir`: a shell script that
+/// only exits with `code`, writing nothing.
+pub fn fake_converter(dir: &Path, code: i32) -> PathBuf {
+    let path = dir.join(format!("converter-exit-{code}"));
+    std::fs::write(&path, format!("#!/bin/sh\nexit {code}\n")).unwrap();
+    let _ = Command::new("chmod").arg("+x").arg(&path).status();
+    path
+}
+
 /// Build `tests/programs/<src>` as a shared library `lib<stem>.so` in `dir`.
 pub fn shared_library(src: &str, dir: &Path) -> PathBuf {
     let stem = Path::new(src).file_stem().unwrap().to_string_lossy();
