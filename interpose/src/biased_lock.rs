@@ -30,6 +30,8 @@ use std::cell::UnsafeCell;
 use std::ops::{Deref, DerefMut};
 use std::sync::atomic::{compiler_fence, AtomicBool, AtomicU32, AtomicU64, Ordering};
 
+use crate::lock::{backoff, RawSpin};
+
 /// Consecutive acquisitions by one thread before it gets the bias (doubled
 /// per revocation, up to `MAX_STREAK_SHIFT` doublings).
 const FIRST_STREAK: u64 = 256;
@@ -86,15 +88,6 @@ fn thread_id() -> u64 {
     0
 }
 
-fn backoff(spins: &mut u32) {
-    if *spins < 64 {
-        std::hint::spin_loop();
-        *spins += 1;
-    } else {
-        std::thread::yield_now();
-    }
-}
-
 /// Bias bookkeeping, only touched under the spin lock.
 #[derive(Default)]
 struct Streak {
@@ -112,7 +105,7 @@ pub struct BiasStats {
 
 pub struct BiasedMutex<T> {
     /// The plain spin lock (every path but the owner's).
-    lock: AtomicU32,
+    lock: RawSpin,
     /// Thread identity of the owner; 0: no bias.
     owner: AtomicU64,
     /// The owner is inside (written by the owner only).
@@ -140,7 +133,7 @@ pub struct BiasedGuard<'a, T> {
 impl<T> BiasedMutex<T> {
     pub const fn new(value: T) -> Self {
         BiasedMutex {
-            lock: AtomicU32::new(0),
+            lock: RawSpin::new(),
             owner: AtomicU64::new(0),
             busy: AtomicU32::new(0),
             revoke: AtomicU32::new(0),
@@ -189,20 +182,13 @@ impl<T> BiasedMutex<T> {
 
     /// Release a lock taken with `raw_lock`, or reset it in a forked child.
     pub fn raw_unlock(&self) {
-        self.lock.store(0, Ordering::Release);
+        self.lock.unlock();
     }
 
     #[cold]
     #[inline(never)]
     fn slow_lock(&self, me: u64) {
-        let mut spins = 0;
-        while self
-            .lock
-            .compare_exchange_weak(0, 1, Ordering::Acquire, Ordering::Relaxed)
-            .is_err()
-        {
-            backoff(&mut spins);
-        }
+        self.lock.lock();
         // SAFETY: `streak` and `stats` are only touched under the spin lock.
         let (streak, stats) = unsafe { (&mut *self.streak.get(), &mut *self.stats.get()) };
         let owner = self.owner.load(Ordering::Relaxed);

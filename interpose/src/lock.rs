@@ -6,7 +6,8 @@ use std::cell::UnsafeCell;
 use std::ops::{Deref, DerefMut};
 use std::sync::atomic::{AtomicU32, Ordering};
 
-fn backoff(spins: &mut u32) {
+/// Spin a little, then yield (while waiting for a lock or a flag).
+pub(crate) fn backoff(spins: &mut u32) {
     if *spins < 64 {
         std::hint::spin_loop();
         *spins += 1;
@@ -15,13 +16,38 @@ fn backoff(spins: &mut u32) {
     }
 }
 
+/// The bare lock word both locks of the tracer are built on
+/// ([`SpinMutex`], `biased_lock::BiasedMutex`).
+pub(crate) struct RawSpin(AtomicU32);
+
+impl RawSpin {
+    pub(crate) const fn new() -> Self {
+        RawSpin(AtomicU32::new(0))
+    }
+
+    pub(crate) fn lock(&self) {
+        let mut spins = 0;
+        while self
+            .0
+            .compare_exchange_weak(0, 1, Ordering::Acquire, Ordering::Relaxed)
+            .is_err()
+        {
+            backoff(&mut spins);
+        }
+    }
+
+    pub(crate) fn unlock(&self) {
+        self.0.store(0, Ordering::Release);
+    }
+}
+
 /// A mutual-exclusion lock around `T`.
 pub struct SpinMutex<T> {
-    state: AtomicU32,
+    raw: RawSpin,
     value: UnsafeCell<T>,
 }
 
-// SAFETY: access to `value` is serialised by `state`, as for std's Mutex.
+// SAFETY: access to `value` is serialised by `raw`, as for std's Mutex.
 unsafe impl<T: Send> Sync for SpinMutex<T> {}
 // SAFETY: moving the lock moves the value; no thread identity is stored.
 unsafe impl<T: Send> Send for SpinMutex<T> {}
@@ -29,7 +55,7 @@ unsafe impl<T: Send> Send for SpinMutex<T> {}
 impl<T> SpinMutex<T> {
     pub const fn new(value: T) -> Self {
         SpinMutex {
-            state: AtomicU32::new(0),
+            raw: RawSpin::new(),
             value: UnsafeCell::new(value),
         }
     }
@@ -41,19 +67,12 @@ impl<T> SpinMutex<T> {
 
     /// Take the lock without a guard (atfork prepare). Pair with `raw_unlock`.
     pub fn raw_lock(&self) {
-        let mut spins = 0;
-        while self
-            .state
-            .compare_exchange_weak(0, 1, Ordering::Acquire, Ordering::Relaxed)
-            .is_err()
-        {
-            backoff(&mut spins);
-        }
+        self.raw.lock();
     }
 
     /// Release a lock taken with `raw_lock`, or reset it in a forked child.
     pub fn raw_unlock(&self) {
-        self.state.store(0, Ordering::Release);
+        self.raw.unlock();
     }
 }
 
