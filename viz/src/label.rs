@@ -54,14 +54,19 @@ pub fn is_wrapper(f: &StackFrame) -> bool {
         || SYSTEM_MODULES.iter().any(|m| module.starts_with(m))
 }
 
+/// Index of the frame that names a context: the innermost that is not an
+/// allocator wrapper, else the innermost with a name, else the innermost.
+fn labelled_frame(innermost_first: &[StackFrame]) -> Option<usize> {
+    innermost_first
+        .iter()
+        .position(|f| !is_wrapper(f))
+        .or_else(|| innermost_first.iter().position(|f| f.function != "??"))
+        .or_else(|| (!innermost_first.is_empty()).then_some(0))
+}
+
 /// (function, module) naming a context whose stack is `innermost_first`.
 pub fn label(innermost_first: &[StackFrame], kind: &str) -> (String, String) {
-    let pick = innermost_first
-        .iter()
-        .find(|f| !is_wrapper(f))
-        .or_else(|| innermost_first.iter().find(|f| f.function != "??"))
-        .or_else(|| innermost_first.first());
-    match pick {
+    match labelled_frame(innermost_first).map(|k| &innermost_first[k]) {
         Some(f) => (crate::stacks::frame_name(f), base(&f.module).to_string()),
         None => (format!("[{kind}]"), String::new()),
     }
@@ -79,18 +84,14 @@ pub fn short_label(innermost_first: &[StackFrame], kind: &str, max: usize) -> St
 /// that is not enough the next meaningful caller (`f:88 ← g (module)`), so
 /// that a plot does not show two bars under one name.
 pub fn distinct_labels(contexts: &[(&[StackFrame], &str)], max: usize) -> Vec<String> {
-    let plain: Vec<String> = contexts
-        .iter()
-        .map(|(st, kind)| short_label(st, kind, usize::MAX))
-        .collect();
-    let collides = |v: &[String], i: usize| v.iter().filter(|x| **x == v[i]).count() > 1;
-    // Per context: the labelled frame's name, line and next meaningful caller.
+    // Per context: the labelled frame's name and module, its call site (the
+    // source line, else its module-relative address) and the next
+    // meaningful caller.
     let parts: Vec<(String, String, Option<String>, Option<String>)> = contexts
         .iter()
         .map(|(st, kind)| {
             let (f, m) = label(st, kind);
-            let pick = st.iter().position(|fr| !is_wrapper(fr));
-            // The call site: its source line, else its module-relative address.
+            let pick = labelled_frame(st);
             let line = pick.map(|k| match st[k].line {
                 0 => format!("@{:#x}", st[k].address),
                 l => format!(":{l}"),
@@ -101,6 +102,9 @@ pub fn distinct_labels(contexts: &[(&[StackFrame], &str)], max: usize) -> Vec<St
             (strip_args(&f), m, line, caller)
         })
         .collect();
+    // As `short_label` without shortening.
+    let plain: Vec<String> = parts.iter().map(|(f, m, _, _)| join(f, m)).collect();
+    let collides = |v: &[String], i: usize| v.iter().filter(|x| **x == v[i]).count() > 1;
     let with_line: Vec<String> = (0..contexts.len())
         .map(|i| {
             let (f, m, line, _) = &parts[i];
