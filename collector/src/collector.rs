@@ -168,6 +168,39 @@ impl Collector {
         self.track(ptr, size, leaf, t_ns);
     }
 
+    /// glibc's realloc of `old` to `size` bytes returned `new`: the release
+    /// of `old` (uncounted) and an allocation of `kind`, in context
+    /// `stack` (cursor, frames, unchanged) or untraced when `None`.
+    /// `realloc(p, 0)` returning NULL freed `p`; any other NULL result left
+    /// `old` alone and only counts the call.
+    #[allow(clippy::too_many_arguments)]
+    pub fn on_realloc(
+        &mut self,
+        kind: u16,
+        old: u64,
+        size: u64,
+        new: u64,
+        stack: Option<(&mut Cursor, &[u64], usize)>,
+        t_ns: u64,
+    ) {
+        if new == 0 {
+            if size == 0 && old != 0 {
+                self.release(old, t_ns);
+            }
+            self.count_call(kind, 0);
+            return;
+        }
+        if old != 0 {
+            self.release(old, t_ns);
+        }
+        match stack {
+            Some((cursor, frames, unchanged)) => {
+                self.on_alloc(cursor, kind, frames, unchanged, new, size, t_ns)
+            }
+            None => self.on_alloc_untraced(kind, new, size, t_ns),
+        }
+    }
+
     /// A non-allocation event (an MPI call moving `bytes`) in context
     /// `frames` + `kind`: totals and tree, no heap accounting.
     #[allow(clippy::too_many_arguments)]

@@ -21,6 +21,7 @@ pub mod job;
 pub mod job_series;
 pub mod mcct;
 pub mod merge;
+pub mod packet;
 pub mod ptr_table;
 pub mod query;
 pub mod rebin;

@@ -43,6 +43,28 @@ impl UnwindMode {
     }
 }
 
+/// Where events are recorded into the collector (`WMHCCT_COLLECTOR`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CollectorPlacement {
+    /// By the thread that made the event, under the core lock.
+    Inline,
+    /// By a collector thread, from records the event's thread hands it
+    /// (`packets.rs`): faster where the process has a spare core.
+    Thread,
+}
+
+impl CollectorPlacement {
+    pub const ACCEPTED: &'static str = "inline or thread (default inline)";
+
+    pub fn parse(s: &str) -> Option<CollectorPlacement> {
+        match s {
+            "inline" => Some(CollectorPlacement::Inline),
+            "thread" => Some(CollectorPlacement::Thread),
+            _ => None,
+        }
+    }
+}
+
 #[derive(Clone, Debug, PartialEq)]
 pub struct Config {
     /// Report path as given in WMHCCT_OUT (None: the default name).
@@ -71,6 +93,8 @@ pub struct Config {
     pub rank_series: u32,
     /// Allocation events sampled per rank (reservoir).
     pub event_samples: u32,
+    /// Who records events into the collector.
+    pub collector: CollectorPlacement,
 }
 
 pub const DEFAULT_PHI: f64 = 1e-4;
@@ -101,6 +125,7 @@ impl Default for Config {
             bins: DEFAULT_BINS,
             rank_series: DEFAULT_RANK_SERIES,
             event_samples: DEFAULT_EVENT_SAMPLES,
+            collector: CollectorPlacement::Inline,
         }
     }
 }
@@ -183,6 +208,12 @@ impl Config {
             match UnwindMode::parse(v.trim()) {
                 Some(m) => c.unwind = m,
                 None => w.push(bad("WMHCCT_UNWIND", &v, UnwindMode::ACCEPTED)),
+            }
+        }
+        if let Some(v) = get("WMHCCT_COLLECTOR") {
+            match CollectorPlacement::parse(v.trim()) {
+                Some(p) => c.collector = p,
+                None => w.push(bad("WMHCCT_COLLECTOR", &v, CollectorPlacement::ACCEPTED)),
             }
         }
         if let Some(v) = get("WMHCCT_MAX_DEPTH") {
@@ -320,6 +351,7 @@ mod tests {
         assert_eq!(c.capacity(), 50_000);
         assert_eq!(c.max_depth, 128);
         assert_eq!(c.unwind, UnwindMode::Second);
+        assert_eq!(c.collector, CollectorPlacement::Inline);
     }
 
     #[test]
@@ -334,11 +366,13 @@ mod tests {
             ("WMHCCT_BINS", "0"),
             ("WMHCCT_RANK_SERIES", "16"),
             ("WMHCCT_EVENT_SAMPLES", "500"),
+            ("WMHCCT_COLLECTOR", "thread"),
         ]);
         assert!(w.is_empty(), "{w:?}");
         assert_eq!((c.bins, c.rank_series, c.event_samples), (0, 16, 500));
         assert_eq!((c.phi, c.epsilon, c.max_depth), (0.01, 0.001, 64));
         assert_eq!(c.unwind, UnwindMode::Fp);
+        assert_eq!(c.collector, CollectorPlacement::Thread);
         assert!(c.exact);
         assert_eq!(c.out, Some(PathBuf::from("/tmp/x.h5")));
     }
@@ -370,6 +404,7 @@ mod tests {
             ("WMHCCT_BIN", ""),
             ("WMHCCT_BIN", "/nonexistent/wmhcct"),
             ("WMHCCT_SPILL_DIR", ""),
+            ("WMHCCT_COLLECTOR", "background"),
         ] {
             let (c, w) = parse(&[(var, val)]);
             assert_eq!(w.len(), 1, "{var}={val}: {w:?}");

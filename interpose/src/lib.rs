@@ -28,6 +28,7 @@ mod mpi;
 mod mpi_table;
 mod next_alloc;
 pub mod output;
+mod packets;
 mod per_thread;
 mod real;
 mod report;

@@ -9,7 +9,11 @@ extern "C" fn before_fork() {
     if let Some(t) = tracer::running() {
         // Take every tracer lock so the child never inherits one held by a
         // thread that does not exist there. Same order as everywhere else:
-        // the module table is never held while waiting for the core.
+        // the collector thread's front before the core, and the module
+        // table is never held while waiting for the core.
+        if let Some(p) = &t.packets {
+            p.front.raw_lock();
+        }
         t.modules.raw_lock();
         t.core.raw_lock();
     }
@@ -19,6 +23,9 @@ extern "C" fn after_fork_parent() {
     if let Some(t) = tracer::running() {
         t.core.raw_unlock();
         t.modules.raw_unlock();
+        if let Some(p) = &t.packets {
+            p.front.raw_unlock();
+        }
     }
 }
 
@@ -26,6 +33,16 @@ extern "C" fn after_fork_child() {
     if let Some(t) = tracer::running() {
         t.core.raw_unlock();
         t.modules.raw_unlock();
+        if let Some(p) = &t.packets {
+            p.front.raw_unlock();
+            // No collector thread here: apply what the parent had handed
+            // it, then record inline.
+            if p.active() {
+                let mut o = tracer::lock_ordered(t);
+                tracer::settle(&mut o);
+                p.set_active(false);
+            }
+        }
         // The child keeps tracing (its report starts with the parent's
         // history up to the fork) and writes under its own pid.
         t.descendant.store(true, Ordering::Release);
@@ -45,6 +62,9 @@ pub fn after_init() {
     }
     crate::reserve::map_emergency();
     crate::signals::install();
+    if let Some(p) = tracer::running().and_then(|t| t.packets.as_ref()) {
+        crate::packets::start(p);
+    }
 }
 
 /// If `malloc` in this process is not ours (the program, or a library

@@ -198,7 +198,11 @@ pub fn spill_dir(t: &Tracer, report: &Path) -> PathBuf {
 /// Stop tracing and build the profile (`None` if it was already taken).
 pub fn take(g: &Guard, t: &Tracer, reason: &str) -> Option<Profile> {
     tracer::flush_current_thread(g, t);
-    let core = t.core.lock();
+    let mut ordered = tracer::lock_ordered(t);
+    // With a collector thread: everything handed to it, and the recording
+    // threads' statistics, are in the core now.
+    tracer::settle(&mut ordered);
+    let core = &*ordered;
     // Only here, under the core lock, does tracing finish: mark this thread
     // as the report's writer first, so a SIGTERM never sees the report
     // taken but not yet written (it waits for the writer, `signals`).
@@ -207,7 +211,7 @@ pub fn take(g: &Guard, t: &Tracer, reason: &str) -> Option<Profile> {
     if !tracer::finish() {
         return None;
     }
-    Some(build(t, &core, reason))
+    Some(build(t, core, reason))
 }
 
 /// Take the report of a process that is not (or no longer) part of an MPI

@@ -5,14 +5,75 @@
 use std::cell::Cell;
 use std::sync::atomic::{AtomicU32, Ordering};
 
+use wmhcct_collector::packet::Replay;
 use wmhcct_collector::Cursor;
 use wmhcct_unwinder::{HeuristicConfig, Mode, ThreadUnwinder, UnwindStats};
 
 use crate::config::{Config, UnwindMode};
 
+/// Proof that the core lock is held: `tracer::Core` owns the only one, so
+/// `&mut CursorAccess` is borrowed from a locked core.
+pub struct CursorAccess(());
+
+impl CursorAccess {
+    /// For `tracer::Core` only.
+    pub(crate) const fn new() -> CursorAccess {
+        CursorAccess(())
+    }
+}
+
+/// A thread's cursor into the allocation tree (with, for the collector
+/// thread, the stack of the thread's latest record), in its own allocation.
+/// It is used only under the core lock: by the thread itself (inline), or
+/// by the collector thread through a record's token (`packets.rs`), while
+/// the thread goes on with the rest of its state.
+pub struct CursorCell(std::ptr::NonNull<Replay>);
+
+impl CursorCell {
+    fn new(max_depth: usize) -> CursorCell {
+        let mut r = Replay::default();
+        r.frames.reserve_exact(max_depth + 1);
+        CursorCell(std::ptr::NonNull::from(Box::leak(Box::new(r))))
+    }
+
+    /// The token records carry for this cursor.
+    pub fn token(&self) -> u64 {
+        self.0.as_ptr() as u64
+    }
+
+    /// The cursor, with the core lock held.
+    pub fn get<'a>(&'a self, _held: &'a mut CursorAccess) -> &'a mut Replay {
+        // SAFETY: the cursor is only reached through `get` and `from_token`,
+        // both with the core lock held (the borrowed `CursorAccess`), so no
+        // other reference to it exists meanwhile; it lives until `self` drops.
+        unsafe { &mut *self.0.as_ptr() }
+    }
+
+    /// The cursor of `token` (from [`CursorCell::token`]), with the core
+    /// lock held.
+    ///
+    /// # Safety
+    /// The `CursorCell` the token came from must still be alive.
+    pub unsafe fn from_token(token: u64, _held: &mut CursorAccess) -> &mut Replay {
+        // SAFETY: alive by the caller's promise; exclusive as in `get`.
+        unsafe { &mut *(token as *mut Replay) }
+    }
+}
+
+impl Drop for CursorCell {
+    fn drop(&mut self) {
+        // SAFETY: from Box::leak in `new`; no reference outlives `self`.
+        drop(unsafe { Box::from_raw(self.0.as_ptr()) });
+    }
+}
+
 pub struct ThreadState {
     pub unwinder: ThreadUnwinder,
-    pub cursor: Cursor,
+    /// Cursor into the allocation tree.
+    pub cursor: CursorCell,
+    /// The capture whose frames the collector thread's replay of this
+    /// thread holds, once it applies the records pushed so far (0: none).
+    pub replayed: u64,
     /// Cursor into the MPI tree.
     pub mpi_cursor: Cursor,
     /// Return addresses of the current stack, leaf first.
@@ -57,7 +118,8 @@ impl ThreadState {
         );
         ThreadState {
             unwinder,
-            cursor: Cursor::default(),
+            cursor: CursorCell::new(cfg.max_depth),
+            replayed: 0,
             mpi_cursor: Cursor::default(),
             frames: Vec::with_capacity(cfg.max_depth + 1),
             captures: 0,

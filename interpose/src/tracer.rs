@@ -12,13 +12,16 @@ use wmhcct_collector::{Collector, CollectorConfig, SeriesConfig};
 use wmhcct_format::{AllocKind, ALLOC_KINDS, MPI_KINDS};
 use wmhcct_unwinder::{Modules, Regs, Stop, UnwindStats};
 
-use crate::biased_lock::BiasedMutex;
-use crate::config::{Config, UnwindMode};
+use wmhcct_collector::packet::Event;
+
+use crate::biased_lock::{BiasedGuard, BiasedMutex};
+use crate::config::{CollectorPlacement, Config, UnwindMode};
 use crate::deferred::Op;
 use crate::guard::Guard;
 use crate::lock::SpinMutex;
 use crate::modules;
-use crate::thread::ThreadState;
+use crate::packets::{Front, Packets};
+use crate::thread::{CursorAccess, ThreadState};
 
 /// Everything the collector lock protects.
 pub struct Core {
@@ -33,11 +36,15 @@ pub struct Core {
     pub records: Vec<wmhcct_format::Module>,
     /// Loader generation (adds, subs) of the current module table.
     pub generation: (u64, u64),
+    /// Reaches the threads' allocation cursors (`thread::CursorCell`).
+    pub cursors: CursorAccess,
 }
 
 pub struct Tracer {
     pub config: Config,
     pub core: BiasedMutex<Core>,
+    /// The collector thread's ring (`WMHCCT_COLLECTOR=thread`).
+    pub packets: Option<Packets>,
     /// The module table, replaced whole when the loader's objects change.
     /// Threads keep their own reference (`ThreadState::modules`) and take
     /// this lock only when `modules_gen` says the table changed, so an
@@ -190,7 +197,9 @@ fn init() -> Tracer {
             threads: 0,
             records,
             generation: modules::generation(),
+            cursors: CursorAccess::new(),
         }),
+        packets: (config.collector == CollectorPlacement::Thread).then(Packets::new),
         modules: SpinMutex::new(Arc::new(unwind_modules)),
         modules_gen: AtomicU64::new(0),
         self_text,
@@ -255,12 +264,13 @@ pub fn current_regs() -> Regs {
 }
 
 /// Capture the calling thread's stack into `ts.frames`. Returns the number
-/// of root-side frames unchanged since the thread's previous event.
+/// of root-side frames unchanged since the thread's previous event, and the
+/// capture's number (see `Cursor::stamp_next`).
 #[inline(never)]
-fn capture(t: &Tracer, ts: &mut ThreadState, now: u64, regs: Regs) -> usize {
+fn capture(t: &Tracer, ts: &mut ThreadState, now: u64, regs: Regs) -> (usize, u64) {
     if t.config.unwind == UnwindMode::None {
         ts.frames.clear();
-        return 0;
+        return (0, 0);
     }
     let validate = t.config.validate > 0.0 && ts.random() < t.config.validate;
     let lo = regs.sp;
@@ -300,11 +310,9 @@ fn capture(t: &Tracer, ts: &mut ThreadState, now: u64, regs: Regs) -> usize {
         ts.frames.extend(ts.unwinder.frames().iter().map(|f| f.ra));
     }
     ts.frames_of = ts.captures;
-    // The hint below is relative to the unwinder's previous capture: exact
-    // for a cursor whose path came from it (a retry above counts twice).
-    ts.cursor.stamp_next(ts.captures);
-    ts.mpi_cursor.stamp_next(ts.captures);
-    cap.unchanged_root.min(ts.frames.len())
+    // The hint is relative to the unwinder's previous capture: exact for a
+    // cursor whose path came from it (a retry above counts twice).
+    (cap.unchanged_root.min(ts.frames.len()), ts.captures)
 }
 
 /// The thread's reference to the current module table, renewed (under the
@@ -332,22 +340,79 @@ fn thread_state<'g>(g: &'g Guard, t: &Tracer) -> &'g mut ThreadState {
     g.per_thread().slot.get(&t.config)
 }
 
-/// Capture the stack at `at`, then run `f` under the collector lock with
-/// the thread state (its statistics already added) and the number of
-/// root-side frames unchanged since the thread's previous event.
+/// The collector thread's ring, if events go there.
+#[inline]
+fn packets(t: &Tracer) -> Option<&Packets> {
+    t.packets.as_ref().filter(|p| p.active())
+}
+
+/// The core lock, for recording an event directly: with a collector
+/// thread, also its front lock, and every event handed to it already
+/// applied (`packets.rs`).
+pub struct Ordered<'a> {
+    core: BiasedGuard<'a, Core>,
+    front: Option<BiasedGuard<'a, Front>>,
+}
+
+impl std::ops::Deref for Ordered<'_> {
+    type Target = Core;
+    fn deref(&self) -> &Core {
+        &self.core
+    }
+}
+
+impl std::ops::DerefMut for Ordered<'_> {
+    fn deref_mut(&mut self) -> &mut Core {
+        &mut self.core
+    }
+}
+
+/// See [`Ordered`].
+pub fn lock_ordered(t: &Tracer) -> Ordered<'_> {
+    match packets(t) {
+        Some(p) => {
+            let front = p.front.lock();
+            let mut core = t.core.lock();
+            p.drain(&mut core, usize::MAX);
+            Ordered {
+                core,
+                front: Some(front),
+            }
+        }
+        None => Ordered {
+            core: t.core.lock(),
+            front: None,
+        },
+    }
+}
+
+/// Move the collector thread's front statistics into the core (every
+/// record is already applied by [`lock_ordered`]).
+pub fn settle(o: &mut Ordered<'_>) {
+    if let Some(front) = o.front.as_deref_mut() {
+        let core = &mut *o.core;
+        core.unwind.merge(&std::mem::take(&mut front.unwind));
+        core.threads += std::mem::take(&mut front.threads);
+    }
+}
+
+/// Capture the stack at `at`, then run `f` under the collector lock (see
+/// [`lock_ordered`]) with the thread state (its statistics already added),
+/// the number of root-side frames unchanged since the thread's previous
+/// event and the capture's number.
 #[inline]
 fn with_capture<R>(
     g: &Guard,
     t: &Tracer,
     now: u64,
     at: Regs,
-    f: impl FnOnce(&mut Core, &mut ThreadState, usize) -> R,
+    f: impl FnOnce(&mut Core, &mut ThreadState, usize, u64) -> R,
 ) -> R {
     let ts = thread_state(g, t);
-    let unchanged = capture(t, ts, now, at);
-    let mut core = t.core.lock();
+    let (unchanged, stamp) = capture(t, ts, now, at);
+    let mut core = lock_ordered(t);
     account_thread(&mut core, ts);
-    f(&mut core, ts, unchanged)
+    f(&mut core, ts, unchanged, stamp)
 }
 
 /// The event clock, with the anchor from the guard's block, since tracer start.
@@ -362,20 +427,71 @@ pub fn on_alloc(g: &Guard, at: Regs, kind: AllocKind, ptr: *mut c_void, size: us
     let Some(t) = get(g) else { return };
     let now = event_ns(g, t);
     if ptr.is_null() {
-        t.core.lock().collector.count_call(kind as u16, 0);
+        lock_ordered(t).collector.count_call(kind as u16, 0);
         return;
     }
-    with_capture(g, t, now, at, |core, ts, unchanged| {
-        core.collector.on_alloc(
-            &mut ts.cursor,
-            kind as u16,
-            &ts.frames,
+    let ts = thread_state(g, t);
+    let (unchanged, stamp) = capture(t, ts, now, at);
+    if let Some(p) = packets(t) {
+        let mut front = p.front.lock();
+        account_front(&mut front, ts);
+        let cursor = ts.cursor.token();
+        let (kept, leaf) = leaf_side(ts, stamp, unchanged);
+        let ev = Event::Alloc {
+            cursor,
+            stamp,
+            kind: kind as u16,
             unchanged,
-            ptr as u64,
-            size as u64,
-            now,
-        )
-    });
+            kept,
+            ptr: ptr as u64,
+            size: size as u64,
+            t_ns: now,
+            frames: leaf,
+        };
+        p.push(&mut front, &t.core, &ev);
+        return;
+    }
+    let mut core = t.core.lock();
+    account_thread(&mut core, ts);
+    let Core {
+        collector, cursors, ..
+    } = &mut *core;
+    let cursor = &mut ts.cursor.get(cursors).cursor;
+    cursor.stamp_next(stamp);
+    collector.on_alloc(
+        cursor,
+        kind as u16,
+        &ts.frames,
+        unchanged,
+        ptr as u64,
+        size as u64,
+        now,
+    );
+}
+
+/// The frames a record of capture `stamp` carries: the leaf side, when the
+/// collector thread's replay of this thread will hold the previous
+/// capture's frames (`unchanged` of them are this one's root side), or all
+/// of them. Returns how many root-side frames the record keeps, and the
+/// frames it carries.
+fn leaf_side(ts: &mut ThreadState, stamp: u64, unchanged: usize) -> (usize, &[u64]) {
+    let kept = if ts.replayed != 0 && ts.replayed + 1 == stamp {
+        unchanged.min(ts.frames.len())
+    } else {
+        0
+    };
+    ts.replayed = stamp;
+    (kept, &ts.frames[..ts.frames.len() - kept])
+}
+
+/// [`account_thread`] into the collector thread's front.
+fn account_front(front: &mut Front, ts: &mut ThreadState) {
+    if !ts.counted {
+        ts.counted = true;
+        front.threads += 1;
+    }
+    let d = ts.take_stats_delta();
+    add_stats(&mut front.unwind, &d);
 }
 
 /// Add the thread's new unwind statistics (and the thread itself, on its
@@ -398,6 +514,15 @@ pub fn on_free(g: &Guard, ptr: *mut c_void) {
 pub fn on_free_kind(g: &Guard, kind: AllocKind, ptr: *mut c_void) {
     let Some(t) = get(g) else { return };
     let now = event_ns(g, t);
+    if let Some(p) = packets(t) {
+        let ev = Event::Free {
+            kind: kind as u16,
+            ptr: ptr as u64,
+            t_ns: now,
+        };
+        p.push(&mut p.front.lock(), &t.core, &ev);
+        return;
+    }
     t.core
         .lock()
         .collector
@@ -409,7 +534,8 @@ pub fn on_mpi(g: &Guard, kind: usize, bytes: u64) {
     let Some(t) = get(g) else { return };
     let now = event_ns(g, t);
     let regs = current_regs();
-    with_capture(g, t, now, regs, |core, ts, unchanged| {
+    with_capture(g, t, now, regs, |core, ts, unchanged, stamp| {
+        ts.mpi_cursor.stamp_next(stamp);
         core.mpi.on_event(
             &mut ts.mpi_cursor,
             kind as u16,
@@ -420,42 +546,6 @@ pub fn on_mpi(g: &Guard, kind: usize, bytes: u64) {
         );
         core.collector.record_mpi_event(now);
     });
-}
-
-/// Record the outcome of glibc's realloc: `new` for `old` resized to `size`.
-#[allow(clippy::too_many_arguments)]
-fn record_realloc(
-    collector: &mut Collector,
-    kind: u16,
-    old: *mut c_void,
-    size: usize,
-    new: *mut c_void,
-    stack: Option<(&mut wmhcct_collector::Cursor, &[u64], usize)>,
-    now: u64,
-) {
-    if new.is_null() {
-        if size == 0 && !old.is_null() {
-            // glibc's realloc(p, 0) frees p and returns NULL.
-            collector.release(old as u64, now);
-        }
-        collector.count_call(kind, 0);
-        return;
-    }
-    if !old.is_null() {
-        collector.release(old as u64, now);
-    }
-    match stack {
-        Some((cursor, frames, unchanged)) => collector.on_alloc(
-            cursor,
-            kind,
-            frames,
-            unchanged,
-            new as u64,
-            size as u64,
-            now,
-        ),
-        None => collector.on_alloc_untraced(kind, new as u64, size as u64, now),
-    }
 }
 
 /// `realloc`/`reallocarray` of `old` to `size` bytes: `call` performs glibc's
@@ -471,16 +561,47 @@ pub fn on_realloc(
 ) -> *mut c_void {
     let Some(t) = get(g) else { return call() };
     let now = event_ns(g, t);
-    with_capture(g, t, now, at, |core, ts, unchanged| {
+    if let Some(p) = packets(t) {
+        let ts = thread_state(g, t);
+        let (unchanged, stamp) = capture(t, ts, now, at);
+        // The front lock is held across the call, as the core lock is
+        // below: no other thread pushes the new block's address first.
+        let mut front = p.front.lock();
+        account_front(&mut front, ts);
         let result = call();
         let errno = crate::errno::get();
-        record_realloc(
-            &mut core.collector,
+        let cursor = ts.cursor.token();
+        let (kept, leaf) = leaf_side(ts, stamp, unchanged);
+        let ev = Event::Realloc {
+            cursor,
+            stamp,
+            kind: kind as u16,
+            unchanged,
+            kept,
+            old: old as u64,
+            size: size as u64,
+            new: result as u64,
+            t_ns: now,
+            frames: leaf,
+        };
+        p.push(&mut front, &t.core, &ev);
+        crate::errno::set(errno);
+        return result;
+    }
+    with_capture(g, t, now, at, |core, ts, unchanged, stamp| {
+        let result = call();
+        let errno = crate::errno::get();
+        let Core {
+            collector, cursors, ..
+        } = core;
+        let cursor = &mut ts.cursor.get(cursors).cursor;
+        cursor.stamp_next(stamp);
+        collector.on_realloc(
             kind as u16,
-            old,
-            size,
-            result,
-            Some((&mut ts.cursor, &ts.frames, unchanged)),
+            old as u64,
+            size as u64,
+            result as u64,
+            Some((cursor, &ts.frames, unchanged)),
             now,
         );
         crate::errno::set(errno);
@@ -499,7 +620,7 @@ pub fn on_deferred(g: &Guard) {
     let now = event_ns(g, t);
     crate::deferred::take(
         &mut |op| {
-            let mut core = t.core.lock();
+            let mut core = lock_ordered(t);
             let c = &mut core.collector;
             match op {
                 Op::Alloc { kind, ptr: 0, .. } => c.count_call(kind, 0),
@@ -512,18 +633,10 @@ pub fn on_deferred(g: &Guard) {
                     old,
                     new,
                     size,
-                } => record_realloc(
-                    c,
-                    kind,
-                    old as *mut c_void,
-                    size as usize,
-                    new as *mut c_void,
-                    None,
-                    now,
-                ),
+                } => c.on_realloc(kind, old, size, new, None, now),
             }
         },
-        &mut |kind, n, bytes| t.core.lock().collector.count_calls(kind, n, bytes),
+        &mut |kind, n, bytes| lock_ordered(t).collector.count_calls(kind, n, bytes),
     );
 }
 
@@ -536,10 +649,18 @@ pub fn clear_thread_slot() {
 pub fn thread_exit(mut ts: Box<ThreadState>) {
     if let Some(t) = running() {
         let d = ts.take_stats_delta();
-        let mut core = t.core.lock();
+        // Every record with this thread's cursor is applied before the
+        // cursor is released (and freed with `ts`).
+        let mut core = lock_ordered(t);
         add_stats(&mut core.unwind, &d);
-        core.collector.release_cursor(&mut ts.cursor);
-        core.mpi.release_cursor(&mut ts.mpi_cursor);
+        let Core {
+            collector,
+            mpi,
+            cursors,
+            ..
+        } = &mut *core;
+        collector.release_cursor(&mut ts.cursor.get(cursors).cursor);
+        mpi.release_cursor(&mut ts.mpi_cursor);
     }
 }
 

@@ -7,7 +7,18 @@ use wmhcct_e2e::*;
 
 #[test]
 fn every_entry_point_same_results_and_exact_counts() {
-    let w = WorkDir::new("allocators");
+    entry_points("allocators", &[]);
+}
+
+/// The same with events handed to a collector thread: realloc's release and
+/// allocation, failed calls and errno go through its packets.
+#[test]
+fn every_entry_point_with_collector_thread() {
+    entry_points("allocators-thread", &[("WMHCCT_COLLECTOR", "thread")]);
+}
+
+fn entry_points(name: &str, env: &[(&str, &str)]) {
+    let w = WorkDir::new(name);
     let exe = compile("allocators.c", &w.path, Opt::Debug, &[]);
     let plain = run_plain(&exe, &[] as &[&str], &w.path);
     assert_eq!(plain.code, 0, "without the tracer: {}", plain.describe());
@@ -18,7 +29,7 @@ fn every_entry_point_same_results_and_exact_counts() {
     );
 
     let h5 = w.join("allocators.h5");
-    let traced = run_traced(&exe, &[] as &[&str], &w.path, &h5, &[]);
+    let traced = run_traced(&exe, &[] as &[&str], &w.path, &h5, env);
     assert_eq!(traced.code, 0, "with the tracer: {}", traced.describe());
     // Line by line, for a readable failure.
     for (p, t) in plain.stdout.lines().zip(traced.stdout.lines()) {

@@ -225,6 +225,23 @@ fn c_pattern_exact_default_unwind() {
 }
 
 #[test]
+fn c_pattern_exact_with_collector_thread() {
+    let r = c_pattern(
+        Opt::Debug,
+        &[("WMHCCT_COLLECTOR", "thread")],
+        "c-collector-thread",
+    );
+    check_contexts(&r, "calloc", true);
+    assert_eq!(
+        u64_of(&r["unwind"]["events"]),
+        NA + NB + NC,
+        "unwind events: {}",
+        r["unwind"]
+    );
+    assert_frees_exact(&r);
+}
+
+#[test]
 fn c_pattern_exact_optimised() {
     let r = c_pattern(Opt::Release, &[], "c-O2");
     check_contexts(&r, "calloc", true);

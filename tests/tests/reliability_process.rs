@@ -15,8 +15,12 @@ use rel_common::*;
 use wmhcct_e2e::*;
 
 fn forkmt(mode: &str, n: u32, expected_child_reports: usize) {
-    let t = format!("forkmt_{mode}");
-    let w = WorkDir::new(&format!("rel-forkmt-{mode}"));
+    forkmt_with(mode, n, expected_child_reports, "inline");
+}
+
+fn forkmt_with(mode: &str, n: u32, expected_child_reports: usize, collector: &str) {
+    let t = format!("forkmt_{mode}_{collector}");
+    let w = WorkDir::new(&format!("rel-forkmt-{mode}-{collector}"));
     let exe = compile("rel_forkmt.c", &w.path, Opt::Debug, &["-pthread"]);
     let n_s = n.to_string();
     let expected = format!("forkmt {mode}: {n} children, {n} exited 0, 0 hung\n");
@@ -33,7 +37,7 @@ fn forkmt(mode: &str, n: u32, expected_child_reports: usize) {
         &[mode, &n_s],
         &w.path,
         &h5,
-        &[("WMHCCT_EXACT", "1")],
+        &[("WMHCCT_EXACT", "1"), ("WMHCCT_COLLECTOR", collector)],
         Duration::from_secs(300),
     );
     figure(
@@ -82,6 +86,14 @@ fn forkmt(mode: &str, n: u32, expected_child_reports: usize) {
 #[test]
 fn fork_without_exec_while_threads_allocate() {
     forkmt("fork", 50, 5);
+}
+
+/// The same with a collector thread: the child has none, so the atfork
+/// handler applies what the parent had handed over and the child records
+/// inline; no child inherits a lock held by the parent's collector thread.
+#[test]
+fn fork_without_exec_with_collector_thread() {
+    forkmt_with("fork", 50, 5, "thread");
 }
 
 #[test]

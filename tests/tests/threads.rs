@@ -11,11 +11,22 @@ const N: u64 = 25_000;
 
 #[test]
 fn eight_thread_storm_exact_and_no_deadlock() {
-    let w = WorkDir::new("storm");
+    storm("storm", &[]);
+}
+
+/// The same with every event handed to a collector thread: one ring for 8
+/// threads keeps each free after the allocation it releases.
+#[test]
+fn eight_thread_storm_with_collector_thread() {
+    storm("storm-thread", &[("WMHCCT_COLLECTOR", "thread")]);
+}
+
+fn storm(name: &str, env: &[(&str, &str)]) {
+    let w = WorkDir::new(name);
     let exe = compile("storm.c", &w.path, Opt::Debug, &["-pthread"]);
     let h5 = w.join("storm.h5");
     let n = N.to_string();
-    let out = run_traced_timeout(&exe, &[&n], &w.path, &h5, &[], Duration::from_secs(120));
+    let out = run_traced_timeout(&exe, &[&n], &w.path, &h5, env, Duration::from_secs(120));
     assert_eq!(out.code, 0, "{}", out.describe());
     assert_eq!(
         out.stdout,

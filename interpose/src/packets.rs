@@ -1,0 +1,384 @@
+//! The optional collector thread (`WMHCCT_COLLECTOR=thread`): the
+//! parallel-CCT paper's packets, for processes with a spare core.
+//!
+//! Inline (the default), a thread records each event into the collector
+//! itself, under the core lock. With a collector thread, the thread that
+//! made the event captures its stack as usual, then encodes the event
+//! (`wmhcct_collector::packet`) into one process-wide ring under the
+//! *front* lock and returns to the program; the collector thread applies the
+//! records in ring order under the core (*back*) lock.
+//!
+//! - **Order.** One ring, written under one lock, holds every thread's
+//!   events in the order they happened: a `free` is pushed before glibc
+//!   gets the block back, so a later `malloc` that returns the same address
+//!   is pushed after it. Anything that touches the collector directly (MPI
+//!   calls, a signal handler's calls, thread exit, the report) takes the
+//!   front lock, then the core lock, and applies every record still in the
+//!   ring first ([`crate::tracer::lock_ordered`]). Locks are always taken
+//!   front → back.
+//! - **Bounded memory, no dependence on the collector thread.** A full ring
+//!   makes the pushing thread apply the pending records itself, so the ring
+//!   never grows and events are recorded even if the collector thread never
+//!   runs (a busy core, a stopped thread).
+//! - **Sleeping.** An idle collector thread sleeps on a futex; a pushing
+//!   thread looks for a sleeper every [`WAKE_EVERY`] records (one fence),
+//!   and a sleeper wakes on its own after [`SLEEP_NS`].
+//! - **fork.** The child has no collector thread: the atfork handler applies
+//!   the ring in the child and the child records inline from then on.
+//!
+//! The ring is single-producer (whoever holds the front lock) and
+//! single-consumer (whoever holds the core lock): `tail` is written only by
+//! the producer, `head` only by the consumer.
+
+use std::cell::UnsafeCell;
+use std::sync::atomic::{fence, AtomicBool, AtomicU32, AtomicU64, Ordering};
+
+use wmhcct_collector::packet::{self, Decoded, Event};
+use wmhcct_unwinder::UnwindStats;
+
+use crate::biased_lock::BiasedMutex;
+use crate::thread::CursorCell;
+use crate::tracer::Core;
+
+/// Ring capacity in words (1 MiB); a record holds at most
+/// `MAX_DEPTH_LIMIT + 9` words, far less than half of it.
+const RING_WORDS: usize = 1 << 17;
+/// A pushing thread looks for a sleeping collector every this many records.
+pub const WAKE_EVERY: u32 = 512;
+/// Records the collector thread applies per hold of the core lock.
+const BATCH: usize = 4096;
+/// Polls of an empty ring before the collector thread sleeps.
+const SPINS: u32 = 64;
+/// The collector thread applies records once this many words are pending
+/// (or after `SPINS / 4` polls with fewer): working on lines the producer
+/// is still filling would move them between cores again and again.
+const MIN_WORDS: u64 = 1;
+/// Longest sleep of the collector thread.
+pub const SLEEP_NS: i64 = 100_000_000;
+
+/// What the front lock protects besides the ring's producer side: the
+/// recording threads' unwind statistics, moved into the core by
+/// [`Packets::settle`].
+#[derive(Default)]
+pub struct Front {
+    pub unwind: UnwindStats,
+    pub threads: u32,
+    pushes: u32,
+}
+
+/// A value alone on its cache lines (two: adjacent-line prefetch), so the
+/// producer's and the consumer's indices do not share one.
+#[repr(align(128))]
+struct Line<T>(T);
+
+impl<T> std::ops::Deref for Line<T> {
+    type Target = T;
+    fn deref(&self) -> &T {
+        &self.0
+    }
+}
+
+struct Ring {
+    buf: Box<[UnsafeCell<u64>]>,
+    /// Words consumed (written by the consumer only).
+    head: Line<AtomicU64>,
+    /// Words written (written by the producer only).
+    tail: Line<AtomicU64>,
+    /// The producer's last reading of `head` (front lock): read `head`
+    /// again only when this says the ring is full.
+    seen_head: Line<UnsafeCell<u64>>,
+}
+
+// SAFETY: the producer (front lock) only writes words in [tail, head + cap),
+// the consumer (core lock) only reads words in [head, tail); each moves its
+// index with a release store after its accesses, and reads the other's with
+// an acquire load before them.
+unsafe impl Sync for Ring {}
+
+impl Ring {
+    fn new() -> Ring {
+        Ring {
+            buf: (0..RING_WORDS).map(|_| UnsafeCell::new(0)).collect(),
+            head: Line(AtomicU64::new(0)),
+            tail: Line(AtomicU64::new(0)),
+            seen_head: Line(UnsafeCell::new(0)),
+        }
+    }
+
+    /// Words written and not yet consumed.
+    fn pending(&self) -> u64 {
+        self.tail.load(Ordering::Acquire) - self.head.load(Ordering::Relaxed)
+    }
+}
+
+pub struct Packets {
+    pub front: BiasedMutex<Front>,
+    ring: Ring,
+    /// Events go to the ring (false without a collector thread: it could
+    /// not be started, or this is a forked child).
+    active: AtomicBool,
+    /// The collector thread sleeps on this word (1: asleep or about to be).
+    sleeping: AtomicU32,
+}
+
+impl Packets {
+    pub fn new() -> Packets {
+        Packets {
+            front: BiasedMutex::new(Front::default()),
+            ring: Ring::new(),
+            active: AtomicBool::new(false),
+            sleeping: AtomicU32::new(0),
+        }
+    }
+
+    /// Whether events go to the collector thread.
+    #[inline]
+    pub fn active(&self) -> bool {
+        self.active.load(Ordering::Relaxed)
+    }
+
+    /// Start recording through the ring (the collector thread runs), or stop
+    /// (a forked child: after [`Packets::settle`]).
+    pub fn set_active(&self, on: bool) {
+        self.active.store(on, Ordering::Release);
+    }
+
+    /// Hand `ev` to the collector thread. `front` is the front lock's
+    /// content (the caller holds it); with the ring full, the pending
+    /// records are applied here, under `core`.
+    pub fn push(&self, front: &mut Front, core: &BiasedMutex<Core>, ev: &Event) {
+        let cap = RING_WORDS as u64;
+        let len = ev.len() as u64;
+        // SAFETY: only the producer, under the front lock, touches it.
+        let seen_head = unsafe { &mut *self.ring.seen_head.get() };
+        loop {
+            let tail = self.ring.tail.load(Ordering::Relaxed);
+            let at = tail % cap;
+            let to_end = cap - at;
+            let need = if len <= to_end { len } else { to_end + len };
+            if cap - (tail - *seen_head) < need {
+                *seen_head = self.ring.head.load(Ordering::Acquire);
+            }
+            if cap - (tail - *seen_head) >= need {
+                let (start, tail) = if len <= to_end {
+                    (at, tail)
+                } else {
+                    // SAFETY: the word at `at` is in the producer's part
+                    // ([tail, head + cap)); the front lock is held.
+                    unsafe { *self.ring.buf[at as usize].get() = packet::pad() };
+                    (0, tail + to_end)
+                };
+                // SAFETY: words [start, start + len) lie in the producer's
+                // part of the ring (checked above), are contiguous cells of
+                // `buf`, and no other reference to them exists: the front
+                // lock is held and the consumer reads only below `tail`.
+                let out = unsafe {
+                    std::slice::from_raw_parts_mut(
+                        self.ring.buf[start as usize].get(),
+                        len as usize,
+                    )
+                };
+                ev.encode(out);
+                self.ring.tail.store(tail + len, Ordering::Release);
+                break;
+            }
+            // Full: apply what is pending, here.
+            self.drain(&mut core.lock(), usize::MAX);
+        }
+        front.pushes = front.pushes.wrapping_add(1);
+        if front.pushes.is_multiple_of(WAKE_EVERY) {
+            // Pairs with the fence in `sleep`: either the sleeper sees this
+            // record, or this sees the sleeper.
+            fence(Ordering::SeqCst);
+            if self.sleeping.load(Ordering::Relaxed) != 0 {
+                self.sleeping.store(0, Ordering::Relaxed);
+                futex_wake(&self.sleeping);
+            }
+        }
+    }
+
+    /// Apply up to `limit` records from the ring to `core` (the caller holds
+    /// the core lock). Returns how many were applied.
+    pub fn drain(&self, core: &mut Core, limit: usize) -> usize {
+        let cap = RING_WORDS as u64;
+        let tail = self.ring.tail.load(Ordering::Acquire);
+        let mut head = self.ring.head.load(Ordering::Relaxed);
+        let mut n = 0;
+        while head != tail && n < limit {
+            let at = head % cap;
+            let avail = (tail - head).min(cap - at);
+            // SAFETY: words [head, tail) were written by the producer before
+            // its release store of `tail`, which we acquired; it does not
+            // touch them until we move `head` past them. The core lock makes
+            // us the only consumer.
+            let words = unsafe {
+                std::slice::from_raw_parts(self.ring.buf[at as usize].get(), avail as usize)
+            };
+            match packet::decode(words) {
+                Ok(Decoded::Pad) => head += cap - at,
+                Ok(Decoded::Event(ev, len)) => {
+                    let Core {
+                        collector, cursors, ..
+                    } = core;
+                    let cursor = ev
+                        .cursor()
+                        // SAFETY: the token came from a live `CursorCell`:
+                        // a thread's state is freed only after the ring is
+                        // drained (`tracer::thread_exit`), and the core lock
+                        // (`cursors`) is held.
+                        .map(|token| unsafe { CursorCell::from_token(token, cursors) });
+                    ev.apply(collector, cursor);
+                    head += len as u64;
+                    n += 1;
+                }
+                Err(e) => {
+                    // Only a tracer bug can get here: drop the rest rather
+                    // than misread it.
+                    crate::diag::message(&[
+                        "internal error in the collector thread's ring (",
+                        &e.to_string(),
+                        "); events since are missing from the report",
+                    ]);
+                    head = tail;
+                }
+            }
+        }
+        self.ring.head.store(head, Ordering::Release);
+        n
+    }
+
+    /// Apply every pending record and move the front's statistics into
+    /// `core` (the caller holds both locks).
+    pub fn settle(&self, front: &mut Front, core: &mut Core) {
+        self.drain(core, usize::MAX);
+        core.unwind.merge(&std::mem::take(&mut front.unwind));
+        core.threads += std::mem::take(&mut front.threads);
+    }
+
+    fn pending(&self) -> u64 {
+        self.ring.pending()
+    }
+
+    /// Sleep until woken or [`SLEEP_NS`] passed, unless records arrived.
+    fn sleep(&self) {
+        self.sleeping.store(1, Ordering::Relaxed);
+        fence(Ordering::SeqCst);
+        if self.pending() == 0 {
+            futex_wait(&self.sleeping, 1, SLEEP_NS);
+        }
+        self.sleeping.store(0, Ordering::Relaxed);
+    }
+}
+
+impl Default for Packets {
+    fn default() -> Self {
+        Packets::new()
+    }
+}
+
+fn futex_wait(word: &AtomicU32, expected: u32, timeout_ns: i64) {
+    let ts = libc::timespec {
+        tv_sec: timeout_ns / 1_000_000_000,
+        tv_nsec: timeout_ns % 1_000_000_000,
+    };
+    // SAFETY: FUTEX_WAIT on a live, aligned u32 with a local timeout; it
+    // returns at once if the word no longer holds `expected`.
+    unsafe {
+        libc::syscall(
+            libc::SYS_futex,
+            word.as_ptr(),
+            libc::FUTEX_WAIT | libc::FUTEX_PRIVATE_FLAG,
+            expected,
+            &ts as *const libc::timespec,
+        );
+    }
+}
+
+fn futex_wake(word: &AtomicU32) {
+    // SAFETY: FUTEX_WAKE on a live, aligned u32; touches no other memory.
+    unsafe {
+        libc::syscall(
+            libc::SYS_futex,
+            word.as_ptr(),
+            libc::FUTEX_WAKE | libc::FUTEX_PRIVATE_FLAG,
+            1,
+        );
+    }
+}
+
+/// The collector thread: applies records while the tracer runs.
+fn collect(t: &'static crate::tracer::Tracer, p: &'static Packets) {
+    let mut idle = 0u32;
+    loop {
+        let pending = p.pending();
+        if pending >= MIN_WORDS || (pending > 0 && idle >= SPINS / 4) {
+            let mut core = t.core.lock();
+            // The report is taken under the core lock: nothing is applied
+            // after it.
+            if crate::tracer::running().is_none() {
+                return;
+            }
+            p.drain(&mut core, BATCH);
+            idle = 0;
+            continue;
+        }
+        if crate::tracer::running().is_none() {
+            return;
+        }
+        idle += 1;
+        if idle < SPINS || pending > 0 {
+            std::hint::spin_loop();
+        } else {
+            p.sleep();
+            idle = 0;
+        }
+    }
+}
+
+extern "C" fn collector_main(_: *mut libc::c_void) -> *mut libc::c_void {
+    // The thread's own work never traced: every allocator call it makes
+    // (none on purpose; its tables grow through glibc directly) is hidden.
+    let Some(_g) = crate::guard::Guard::acquire() else {
+        return std::ptr::null_mut();
+    };
+    if let Some(t) = crate::tracer::running() {
+        if let Some(p) = t.packets.as_ref() {
+            collect(t, p);
+        }
+    }
+    std::ptr::null_mut()
+}
+
+/// Start the collector thread and route events to it; on failure, say so
+/// and stay inline. Signals are blocked in the new thread (it inherits the
+/// mask in force at its creation), so the program's signals never land
+/// there.
+pub fn start(p: &Packets) {
+    // SAFETY: sigset and pthread calls on locals; the thread function has
+    // the required signature and takes no argument.
+    let ok = unsafe {
+        let mut all: libc::sigset_t = std::mem::zeroed();
+        let mut old: libc::sigset_t = std::mem::zeroed();
+        libc::sigfillset(&mut all);
+        libc::pthread_sigmask(libc::SIG_SETMASK, &all, &mut old);
+        let mut th: libc::pthread_t = 0;
+        let rc = libc::pthread_create(
+            &mut th,
+            std::ptr::null(),
+            collector_main,
+            std::ptr::null_mut(),
+        );
+        libc::pthread_sigmask(libc::SIG_SETMASK, &old, std::ptr::null_mut());
+        if rc == 0 {
+            libc::pthread_detach(th);
+        }
+        rc == 0
+    };
+    if ok {
+        p.set_active(true);
+    } else {
+        crate::diag::message(&[
+            "WMHCCT_COLLECTOR=thread: could not start the collector thread; recording inline",
+        ]);
+    }
+}

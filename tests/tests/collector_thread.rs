@@ -1,0 +1,103 @@
+//! `WMHCCT_COLLECTOR=thread`: events handed to a collector thread in
+//! packets give the same report as recording them inline.
+//!
+//! A single-threaded program makes the same events in the same order either
+//! way, so the bounded summary (which contexts survive, their counters and
+//! error bounds) must come out identical, not just close: `rel_contexts`
+//! with 10^5 contexts, far more than the summary keeps, so evictions are
+//! part of the comparison. The other placements' checks (exact totals with
+//! 8 threads and cross-thread frees, fork while threads allocate, every
+//! allocator entry point, the known pattern) run in `threads.rs`,
+//! `reliability_process.rs`, `allocators.rs` and `pattern.rs`.
+
+use wmhcct_e2e::*;
+
+const EVENTS: &str = "1000000";
+
+/// Every context as (kind, stack, count, count error, bytes, leaked bytes),
+/// sorted.
+fn contexts_of(r: &Value) -> Vec<String> {
+    let mut v: Vec<String> = contexts(r)
+        .iter()
+        .map(|c| {
+            let stack: Vec<String> = c["stack"]
+                .as_array()
+                .map(|s| {
+                    s.iter()
+                        .map(|f| format!("{}+{}", f["module"], f["address"]))
+                        .collect()
+                })
+                .unwrap_or_default();
+            format!(
+                "{} [{}] count {} ±{} bytes {} leaked {}",
+                c["kind"],
+                stack.join(" "),
+                c["count"],
+                c["count_err"],
+                c["bytes"],
+                c["leaked_bytes"]
+            )
+        })
+        .collect();
+    v.sort();
+    v
+}
+
+#[test]
+fn packets_to_a_collector_thread_give_the_inline_report() {
+    let w = WorkDir::new("collector-thread");
+    let exe = compile("rel_contexts.c", &w.path, Opt::Release, &[]);
+    let run = |name: &str, placement: &str| {
+        let h5 = w.join(format!("{name}.h5"));
+        let out = run_traced(
+            &exe,
+            &[EVENTS],
+            &w.path,
+            &h5,
+            &[("WMHCCT_COLLECTOR", placement)],
+        );
+        assert_eq!(out.code, 0, "{name}: {}", out.describe());
+        assert!(out.stdout.contains("contexts done"), "{}", out.describe());
+        assert_clean_stderr(&out, &h5);
+        report_json(&h5)
+    };
+    let inline = run("inline", "inline");
+    let thread = run("thread", "thread");
+
+    let (a, b) = (contexts_of(&inline), contexts_of(&thread));
+    assert!(
+        a.len() > 100,
+        "the report lists the hot contexts: {}",
+        a.len()
+    );
+    let differ: Vec<_> = a.iter().zip(&b).filter(|(x, y)| x != y).take(5).collect();
+    assert!(
+        a.len() == b.len() && differ.is_empty(),
+        "{} contexts inline, {} with the collector thread; first differences: {differ:#?}",
+        a.len(),
+        b.len()
+    );
+    assert_eq!(alloc_totals(&inline), alloc_totals(&thread));
+    for k in ["peak_bytes", "live_bytes"] {
+        assert_eq!(inline[k], thread[k], "{k}");
+    }
+    assert_eq!(
+        inline["heap"]["unknown_frees"], thread["heap"]["unknown_frees"],
+        "unknown frees"
+    );
+    // The recording threads' unwind statistics reach the report too.
+    for k in ["events", "frames_unwound", "frames_reused"] {
+        assert!(
+            u64_of(&thread["unwind"][k]) > 0 && u64_of(&inline["unwind"][k]) > 0,
+            "{k}: {} / {}",
+            inline["unwind"],
+            thread["unwind"]
+        );
+    }
+    assert_eq!(inline["unwind"]["events"], thread["unwind"]["events"]);
+    assert_eq!(
+        inline["ranks_detail"][0]["threads"], thread["ranks_detail"][0]["threads"],
+        "threads"
+    );
+    assert_eq!(u64_of(&thread["ranks_detail"][0]["threads"]), 1);
+}
