@@ -15,13 +15,24 @@ const K: u64 = 20;
 
 #[test]
 fn thread_multiple_exact_totals_and_unchanged_output() {
-    let dir = WorkDir::new("mpi-threads");
+    thread_multiple("mpi-threads", &[]);
+}
+
+/// The same with each rank's events handed to a collector thread: MPI calls
+/// are recorded directly, after every allocation handed over before them.
+#[test]
+fn thread_multiple_with_collector_thread() {
+    thread_multiple("mpi-threads-collector", &[("WMHCCT_COLLECTOR", "thread")]);
+}
+
+fn thread_multiple(name: &str, env: &[(&str, &str)]) {
+    let dir = WorkDir::new(name);
     let exe = mpi_compile("mpicc", "mpi_threads.c", &dir.path, &["-pthread"]);
     let iters = ITERS.to_string();
     let plain = mpirun(P as u32, &exe, &[&iters], &dir.path, None, &[]);
     assert_eq!(plain.code, 0, "without the tracer: {}", plain.describe());
     let report = dir.join("threads.h5");
-    let traced = mpirun(P as u32, &exe, &[&iters], &dir.path, Some(&report), &[]);
+    let traced = mpirun(P as u32, &exe, &[&iters], &dir.path, Some(&report), env);
     assert_same_as_untraced(&plain, &traced, &report);
     assert!(
         plain
