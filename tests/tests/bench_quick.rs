@@ -19,6 +19,7 @@ fn quick_benchmark_harness_runs_and_prints_its_tables() {
     for needle in [
         "| mode | wall ratio to native |",
         "| second |",
+        "| second+thread |",
         "| full |",
         "### Deep-stack program",
         "### Tracer memory",
