@@ -93,18 +93,34 @@ fn run_passes_exit_code_and_writes_report() {
     assert_eq!(u64_of(&work["count"]), 1, "{work}");
     assert_eq!(u64_of(&work["leaked_bytes"]), 1000, "{work}");
 
-    // Another code, through arguments.
+    // Another code, through arguments, with a collector thread.
     let h5b = w.join("run3.h5");
     let mut c = command(bin(), &[] as &[&str], &w.path);
     c.arg("run")
         .arg("--out")
         .arg(&h5b)
+        .args(["--collector", "thread"])
         .arg("--")
         .arg(&exe)
         .arg("3");
     let out = run_cmd(&mut c, TIMEOUT);
     assert_eq!(out.code, 3, "{}", out.describe());
-    assert!(h5b.is_file());
+    assert_clean_stderr(&out, &h5b);
+    let r = report_json(&h5b);
+    let work = context_with(&r, "malloc", "work");
+    assert_eq!(u64_of(&work["count"]), 1, "{work}");
+
+    // A placement that does not exist: clap's one-line error, no run.
+    let mut c = command(bin(), &[] as &[&str], &w.path);
+    c.args(["run", "--collector", "sideways", "--"]).arg(&exe);
+    let out = run_cmd(&mut c, TIMEOUT);
+    assert_eq!(out.code, 2, "{}", out.describe());
+    assert!(
+        out.stderr.contains("sideways") && out.stderr.contains("thread"),
+        "{}",
+        out.stderr
+    );
+    assert!(out.stdout.is_empty(), "{}", out.describe());
 }
 
 #[test]

@@ -70,3 +70,13 @@ fn bad_epsilon() {
     let r = bad_setting("WMHCCT_EPSILON", "2", &["2", "epsilon"]);
     assert_defaults(&r);
 }
+
+#[test]
+fn bad_collector_placement() {
+    let r = bad_setting(
+        "WMHCCT_COLLECTOR",
+        "background",
+        &["background", "inline", "thread"],
+    );
+    assert_defaults(&r);
+}

@@ -124,6 +124,10 @@ pub struct RunArgs {
     /// Keep every calling context (WMHCCT_EXACT=1).
     #[arg(long)]
     pub exact: bool,
+    /// Who records events: the thread that made them, or a collector
+    /// thread (WMHCCT_COLLECTOR; `thread` pays off with a spare core).
+    #[arg(long, value_parser = ["inline", "thread"])]
+    pub collector: Option<String>,
     /// Path of libwmhcct.so (default: WMHCCT_LIB, else next to this executable).
     #[arg(long)]
     pub lib: Option<PathBuf>,

@@ -73,6 +73,9 @@ pub fn run(args: &RunArgs) -> Result<i32> {
     if args.exact {
         cmd.env("WMHCCT_EXACT", "1");
     }
+    if let Some(placement) = &args.collector {
+        cmd.env("WMHCCT_COLLECTOR", placement);
+    }
     let status = cmd
         .status()
         .with_context(|| format!("{}: cannot start", PathBuf::from(program).display()))?;
