@@ -157,18 +157,14 @@ impl Event<'_> {
                 t_ns,
                 frames,
             } => {
-                let (head, rest) = out.split_at_mut(ALLOC_WORDS);
-                head.copy_from_slice(&[
+                let head = [cursor, stamp, unchanged as u64, kept as u64];
+                put_stack(
+                    out,
                     header(ALLOC, kind, frames.len()),
-                    cursor,
-                    stamp,
-                    unchanged as u64,
-                    kept as u64,
-                    ptr,
-                    size,
-                    t_ns,
-                ]);
-                rest.copy_from_slice(frames);
+                    head,
+                    &[ptr, size, t_ns],
+                    frames,
+                )
             }
             Event::Free { kind, ptr, t_ns } => {
                 out.copy_from_slice(&[header(FREE, kind, 0), ptr, t_ns]);
@@ -185,19 +181,9 @@ impl Event<'_> {
                 t_ns,
                 frames,
             } => {
-                let (head, rest) = out.split_at_mut(REALLOC_WORDS);
-                head.copy_from_slice(&[
-                    header(REALLOC, kind, frames.len()),
-                    cursor,
-                    stamp,
-                    unchanged as u64,
-                    kept as u64,
-                    old,
-                    size,
-                    new,
-                    t_ns,
-                ]);
-                rest.copy_from_slice(frames);
+                let head = [cursor, stamp, unchanged as u64, kept as u64];
+                let own = [old, size, new, t_ns];
+                put_stack(out, header(REALLOC, kind, frames.len()), head, &own, frames)
             }
         }
     }
@@ -261,6 +247,16 @@ impl Event<'_> {
             }
         }
     }
+}
+
+/// A record with a stack: header, the words every such record has (cursor,
+/// stamp, unchanged, kept), the event's own words, then the frames.
+fn put_stack(out: &mut [u64], header: u64, head: [u64; 4], own: &[u64], frames: &[u64]) {
+    let (fixed, rest) = out.split_at_mut(1 + head.len() + own.len());
+    fixed[0] = header;
+    fixed[1..=head.len()].copy_from_slice(&head);
+    fixed[1 + head.len()..].copy_from_slice(own);
+    rest.copy_from_slice(frames);
 }
 
 /// The padding word: the rest of the buffer, from here to its end, is unused.

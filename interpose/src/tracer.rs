@@ -486,23 +486,22 @@ fn leaf_side(ts: &mut ThreadState, stamp: u64, unchanged: usize) -> (usize, &[u6
 
 /// [`account_thread`] into the collector thread's front.
 fn account_front(front: &mut Front, ts: &mut ThreadState) {
-    if !ts.counted {
-        ts.counted = true;
-        front.threads += 1;
-    }
-    let d = ts.take_stats_delta();
-    add_stats(&mut front.unwind, &d);
+    account(&mut front.threads, &mut front.unwind, ts);
 }
 
 /// Add the thread's new unwind statistics (and the thread itself, on its
 /// first event) to the process totals.
 fn account_thread(core: &mut Core, ts: &mut ThreadState) {
+    account(&mut core.threads, &mut core.unwind, ts);
+}
+
+fn account(threads: &mut u32, unwind: &mut UnwindStats, ts: &mut ThreadState) {
     if !ts.counted {
         ts.counted = true;
-        core.threads += 1;
+        *threads += 1;
     }
     let d = ts.take_stats_delta();
-    add_stats(&mut core.unwind, &d);
+    add_stats(unwind, &d);
 }
 
 /// `free(ptr)`, before the block is released to glibc.

@@ -352,6 +352,19 @@ pub fn stack_names(ctx: &Value) -> Vec<String> {
         .unwrap_or_default()
 }
 
+/// A context's stack as (module, address) pairs, innermost first: exact
+/// where function names may repeat.
+pub fn stack_addresses(ctx: &Value) -> Vec<String> {
+    ctx["stack"]
+        .as_array()
+        .map(|s| {
+            s.iter()
+                .map(|f| format!("{}+{}", f["module"], f["address"]))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
 /// Index of the first frame naming `name`.
 pub fn frame_index(ctx: &Value, name: &str) -> Option<usize> {
     stack_names(ctx).iter().position(|f| is_fn(f, name))

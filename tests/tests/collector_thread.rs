@@ -20,18 +20,10 @@ fn contexts_of(r: &Value) -> Vec<String> {
     let mut v: Vec<String> = contexts(r)
         .iter()
         .map(|c| {
-            let stack: Vec<String> = c["stack"]
-                .as_array()
-                .map(|s| {
-                    s.iter()
-                        .map(|f| format!("{}+{}", f["module"], f["address"]))
-                        .collect()
-                })
-                .unwrap_or_default();
             format!(
                 "{} [{}] count {} ±{} bytes {} leaked {}",
                 c["kind"],
-                stack.join(" "),
+                stack_addresses(c).join(" "),
                 c["count"],
                 c["count_err"],
                 c["bytes"],

@@ -18,15 +18,7 @@ const VALIDATE: &str = "0.05";
 fn malloc_counts(r: &Value) -> HashMap<Vec<String>, u64> {
     let mut m = HashMap::new();
     for c in contexts(r).iter().filter(|c| c["kind"] == "malloc") {
-        let key: Vec<String> = c["stack"]
-            .as_array()
-            .map(|s| {
-                s.iter()
-                    .map(|f| format!("{}+{}", f["module"], f["address"]))
-                    .collect()
-            })
-            .unwrap_or_default();
-        *m.entry(key).or_insert(0) += u64_of(&c["count"]);
+        *m.entry(stack_addresses(c)).or_insert(0) += u64_of(&c["count"]);
     }
     m
 }
