@@ -49,16 +49,12 @@ pub const WAKE_EVERY: u32 = 512;
 const BATCH: usize = 4096;
 /// Polls of an empty ring before the collector thread sleeps.
 const SPINS: u32 = 64;
-/// The collector thread applies records once this many words are pending
-/// (or after `SPINS / 4` polls with fewer): working on lines the producer
-/// is still filling would move them between cores again and again.
-const MIN_WORDS: u64 = 1;
 /// Longest sleep of the collector thread.
 pub const SLEEP_NS: i64 = 100_000_000;
 
 /// What the front lock protects besides the ring's producer side: the
 /// recording threads' unwind statistics, moved into the core by
-/// [`Packets::settle`].
+/// `tracer::settle`.
 #[derive(Default)]
 pub struct Front {
     pub unwind: UnwindStats,
@@ -138,7 +134,7 @@ impl Packets {
     }
 
     /// Start recording through the ring (the collector thread runs), or stop
-    /// (a forked child: after [`Packets::settle`]).
+    /// (a forked child, once the ring is applied: `tracer::settle`).
     pub fn set_active(&self, on: bool) {
         self.active.store(on, Ordering::Release);
     }
@@ -247,14 +243,6 @@ impl Packets {
         n
     }
 
-    /// Apply every pending record and move the front's statistics into
-    /// `core` (the caller holds both locks).
-    pub fn settle(&self, front: &mut Front, core: &mut Core) {
-        self.drain(core, usize::MAX);
-        core.unwind.merge(&std::mem::take(&mut front.unwind));
-        core.threads += std::mem::take(&mut front.threads);
-    }
-
     fn pending(&self) -> u64 {
         self.ring.pending()
     }
@@ -310,8 +298,7 @@ fn futex_wake(word: &AtomicU32) {
 fn collect(t: &'static crate::tracer::Tracer, p: &'static Packets) {
     let mut idle = 0u32;
     loop {
-        let pending = p.pending();
-        if pending >= MIN_WORDS || (pending > 0 && idle >= SPINS / 4) {
+        if p.pending() > 0 {
             let mut core = t.core.lock();
             // The report is taken under the core lock: nothing is applied
             // after it.
@@ -326,7 +313,7 @@ fn collect(t: &'static crate::tracer::Tracer, p: &'static Packets) {
             return;
         }
         idle += 1;
-        if idle < SPINS || pending > 0 {
+        if idle < SPINS {
             std::hint::spin_loop();
         } else {
             p.sleep();
@@ -380,5 +367,112 @@ pub fn start(p: &Packets) {
         crate::diag::message(&[
             "WMHCCT_COLLECTOR=thread: could not start the collector thread; recording inline",
         ]);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::thread::{CursorAccess, CursorCell};
+    use wmhcct_collector::{Collector, CollectorConfig};
+
+    fn collector() -> Collector {
+        Collector::new(CollectorConfig {
+            phi: 0.01,
+            epsilon: 0.002,
+            exact: false,
+            n_kinds: 8,
+        })
+    }
+
+    fn core() -> Core {
+        Core {
+            collector: collector(),
+            mpi: collector(),
+            unwind: UnwindStats::default(),
+            threads: 0,
+            records: Vec::new(),
+            generation: (0, 0),
+            cursors: CursorAccess::new(),
+        }
+    }
+
+    /// Frames of event `i`: 1 to 300 of them (records of 9 to 308 words,
+    /// so records end at every offset and the ring wraps with padding).
+    fn frames(i: u64) -> Vec<u64> {
+        let n = 1 + (i * 7919) % 300;
+        (0..n).map(|d| 0x40_0000 + (d * 13 + i % 5) * 16).collect()
+    }
+
+    /// With nobody consuming, a ring several times over full: the pushing
+    /// thread applies what is pending whenever it finds the ring full, and
+    /// the result is the collector that direct calls give.
+    #[test]
+    fn a_full_ring_is_applied_by_the_pusher_and_nothing_is_lost() {
+        let p = Packets::new();
+        let core = BiasedMutex::new(core());
+        let cell = CursorCell::new(400);
+        let mut direct = collector();
+        let mut direct_cursor = wmhcct_collector::Cursor::new();
+        let mut words = 0u64;
+        for i in 1..=6000u64 {
+            let f = frames(i);
+            let ptr = 0x1000 * i;
+            let alloc = Event::Alloc {
+                cursor: cell.token(),
+                stamp: i,
+                kind: 1,
+                unchanged: 0,
+                kept: 0,
+                ptr,
+                size: i % 97,
+                t_ns: i,
+                frames: &f,
+            };
+            let free = Event::Free {
+                kind: 4,
+                ptr: if i % 3 == 0 { ptr } else { 0 },
+                t_ns: i,
+            };
+            words += (alloc.len() + free.len()) as u64;
+            p.push(&mut p.front.lock(), &core, &alloc);
+            p.push(&mut p.front.lock(), &core, &free);
+            direct_cursor.stamp_next(i);
+            direct.on_alloc(&mut direct_cursor, 1, &f, 0, ptr, i % 97, i);
+            direct.on_free(4, if i % 3 == 0 { ptr } else { 0 }, i);
+        }
+        assert!(words > 4 * RING_WORDS as u64, "{words} words");
+        assert!(p.pending() > 0, "the last records wait for a consumer");
+        let mut c = core.lock();
+        p.drain(&mut c, usize::MAX);
+        assert_eq!(p.pending(), 0);
+        assert_eq!(c.collector.totals(), direct.totals());
+        assert_eq!(c.collector.heap_stats(), direct.heap_stats());
+        let key = |a: u64| wmhcct_format::FrameKey::Unknown(a);
+        assert_eq!(
+            c.collector.snapshot_tree("alloc", &mut |a| key(a)),
+            direct.snapshot_tree("alloc", &mut |a| key(a))
+        );
+    }
+
+    /// A drain stops after `limit` records, and padding is not a record.
+    #[test]
+    fn drain_applies_at_most_limit_records() {
+        let p = Packets::new();
+        let core = BiasedMutex::new(core());
+        for i in 0..10u64 {
+            let ev = Event::Free {
+                kind: 4,
+                ptr: 0,
+                t_ns: i,
+            };
+            p.push(&mut p.front.lock(), &core, &ev);
+        }
+        let mut c = core.lock();
+        assert_eq!(p.drain(&mut c, 4), 4);
+        assert_eq!(c.collector.totals()[4].0, 4);
+        assert_eq!(p.drain(&mut c, usize::MAX), 6);
+        assert_eq!(p.drain(&mut c, usize::MAX), 0);
+        assert_eq!(c.collector.totals()[4].0, 10);
     }
 }

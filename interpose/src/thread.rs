@@ -30,7 +30,7 @@ impl CursorAccess {
 pub struct CursorCell(std::ptr::NonNull<Replay>);
 
 impl CursorCell {
-    fn new(max_depth: usize) -> CursorCell {
+    pub(crate) fn new(max_depth: usize) -> CursorCell {
         let mut r = Replay::default();
         r.frames.reserve_exact(max_depth + 1);
         CursorCell(std::ptr::NonNull::from(Box::leak(Box::new(r))))
