@@ -45,10 +45,17 @@ use crate::tracer::Core;
 const RING_WORDS: usize = 1 << 17;
 /// A pushing thread looks for a sleeping collector every this many records.
 pub const WAKE_EVERY: u32 = 512;
+/// A pushing thread publishes its records every this many: the collector
+/// thread polls the published position, so that cache line and the records
+/// themselves move to the other core in batches rather than per record.
+const PUBLISH_EVERY: u32 = 32;
 /// Records the collector thread applies per hold of the core lock.
 const BATCH: usize = 4096;
 /// Polls of an empty ring before the collector thread sleeps.
 const SPINS: u32 = 64;
+/// Words the collector thread lets pile up before it applies them, unless
+/// it just woke up.
+const MIN_WORDS: u64 = 2048;
 /// Longest sleep of the collector thread.
 pub const SLEEP_NS: i64 = 100_000_000;
 
@@ -60,6 +67,9 @@ pub struct Front {
     pub unwind: UnwindStats,
     pub threads: u32,
     pushes: u32,
+    /// Words written to the ring; published to the collector thread
+    /// (`Ring::tail`) every [`PUBLISH_EVERY`] records and before any drain.
+    written: u64,
 }
 
 /// A value alone on its cache lines (two: adjacent-line prefetch), so the
@@ -85,8 +95,9 @@ struct Ring {
     seen_head: Line<UnsafeCell<u64>>,
 }
 
-// SAFETY: the producer (front lock) only writes words in [tail, head + cap),
-// the consumer (core lock) only reads words in [head, tail); each moves its
+// SAFETY: the producer (front lock) only writes words in [tail, head + cap)
+// (from `tail` up: its unpublished words are above `tail` too), the
+// consumer (core lock) only reads words in [head, tail); each moves its
 // index with a release store after its accesses, and reads the other's with
 // an acquire load before them.
 unsafe impl Sync for Ring {}
@@ -148,7 +159,7 @@ impl Packets {
         // SAFETY: only the producer, under the front lock, touches it.
         let seen_head = unsafe { &mut *self.ring.seen_head.get() };
         loop {
-            let tail = self.ring.tail.load(Ordering::Relaxed);
+            let tail = front.written;
             let at = tail % cap;
             let to_end = cap - at;
             let need = if len <= to_end { len } else { to_end + len };
@@ -175,13 +186,17 @@ impl Packets {
                     )
                 };
                 ev.encode(out);
-                self.ring.tail.store(tail + len, Ordering::Release);
+                front.written = tail + len;
                 break;
             }
             // Full: apply what is pending, here.
+            self.publish(front);
             self.drain(&mut core.lock(), usize::MAX);
         }
         front.pushes = front.pushes.wrapping_add(1);
+        if front.pushes.is_multiple_of(PUBLISH_EVERY) {
+            self.publish(front);
+        }
         if front.pushes.is_multiple_of(WAKE_EVERY) {
             // Pairs with the fence in `sleep`: either the sleeper sees this
             // record, or this sees the sleeper.
@@ -193,7 +208,13 @@ impl Packets {
         }
     }
 
-    /// Apply up to `limit` records from the ring to `core` (the caller holds
+    /// Make every record written so far visible to the consumer (the caller
+    /// holds the front lock).
+    pub fn publish(&self, front: &Front) {
+        self.ring.tail.store(front.written, Ordering::Release);
+    }
+
+    /// Apply up to `limit` published records from the ring to `core` (the caller holds
     /// the core lock). Returns how many were applied.
     pub fn drain(&self, core: &mut Core, limit: usize) -> usize {
         let cap = RING_WORDS as u64;
@@ -297,8 +318,14 @@ fn futex_wake(word: &AtomicU32) {
 /// The collector thread: applies records while the tracer runs.
 fn collect(t: &'static crate::tracer::Tracer, p: &'static Packets) {
     let mut idle = 0u32;
+    // After a sleep, whatever is pending is applied; while polling, only a
+    // good run of records: lines the producer is still filling are left
+    // alone, so they cross between the cores once.
+    let mut woke = false;
     loop {
-        if p.pending() > 0 {
+        let pending = p.pending();
+        if pending >= MIN_WORDS || (woke && pending > 0) {
+            woke = false;
             let mut core = t.core.lock();
             // The report is taken under the core lock: nothing is applied
             // after it.
@@ -317,6 +344,7 @@ fn collect(t: &'static crate::tracer::Tracer, p: &'static Packets) {
             std::hint::spin_loop();
         } else {
             p.sleep();
+            woke = true;
             idle = 0;
         }
     }
@@ -442,6 +470,7 @@ mod tests {
             direct.on_free(4, if i % 3 == 0 { ptr } else { 0 }, i);
         }
         assert!(words > 4 * RING_WORDS as u64, "{words} words");
+        p.publish(&p.front.lock());
         assert!(p.pending() > 0, "the last records wait for a consumer");
         let mut c = core.lock();
         p.drain(&mut c, usize::MAX);
@@ -455,24 +484,44 @@ mod tests {
         );
     }
 
-    /// A drain stops after `limit` records, and padding is not a record.
+    /// Records reach the consumer when published (every `PUBLISH_EVERY`
+    /// pushes, or explicitly), and a drain stops after `limit` of them.
     #[test]
-    fn drain_applies_at_most_limit_records() {
+    fn drain_applies_published_records_up_to_a_limit() {
         let p = Packets::new();
         let core = BiasedMutex::new(core());
-        for i in 0..10u64 {
+        let push = |i: u64| {
             let ev = Event::Free {
                 kind: 4,
                 ptr: 0,
                 t_ns: i,
             };
             p.push(&mut p.front.lock(), &core, &ev);
+        };
+        for i in 0..PUBLISH_EVERY as u64 - 1 {
+            push(i);
         }
+        assert_eq!(p.pending(), 0, "not published yet");
+        push(99);
+        assert_eq!(
+            p.pending(),
+            3 * PUBLISH_EVERY as u64,
+            "published with the 32nd"
+        );
+        assert_eq!(
+            p.drain(&mut core.lock(), usize::MAX),
+            PUBLISH_EVERY as usize
+        );
+        for i in 0..10u64 {
+            push(i);
+        }
+        assert_eq!(p.drain(&mut core.lock(), usize::MAX), 0);
+        p.publish(&p.front.lock());
         let mut c = core.lock();
         assert_eq!(p.drain(&mut c, 4), 4);
-        assert_eq!(c.collector.totals()[4].0, 4);
+        assert_eq!(c.collector.totals()[4].0, PUBLISH_EVERY as u64 + 4);
         assert_eq!(p.drain(&mut c, usize::MAX), 6);
         assert_eq!(p.drain(&mut c, usize::MAX), 0);
-        assert_eq!(c.collector.totals()[4].0, 10);
+        assert_eq!(c.collector.totals()[4].0, PUBLISH_EVERY as u64 + 10);
     }
 }

@@ -372,6 +372,7 @@ pub fn lock_ordered(t: &Tracer) -> Ordered<'_> {
     match packets(t) {
         Some(p) => {
             let front = p.front.lock();
+            p.publish(&front);
             let mut core = t.core.lock();
             p.drain(&mut core, usize::MAX);
             Ordered {
