@@ -46,6 +46,9 @@ impl UnwindMode {
 /// Where events are recorded into the collector (`WMHCCT_COLLECTOR`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum CollectorPlacement {
+    /// A collector thread where the process has a spare CPU, else inline
+    /// (`placement.rs`); resolved once at tracer start.
+    Auto,
     /// By the thread that made the event, under the core lock.
     Inline,
     /// By a collector thread, from records the event's thread hands it
@@ -54,10 +57,11 @@ pub enum CollectorPlacement {
 }
 
 impl CollectorPlacement {
-    pub const ACCEPTED: &'static str = "inline or thread (default inline)";
+    pub const ACCEPTED: &'static str = "auto, inline or thread (default auto)";
 
     pub fn parse(s: &str) -> Option<CollectorPlacement> {
         match s {
+            "auto" => Some(CollectorPlacement::Auto),
             "inline" => Some(CollectorPlacement::Inline),
             "thread" => Some(CollectorPlacement::Thread),
             _ => None,
@@ -125,7 +129,7 @@ impl Default for Config {
             bins: DEFAULT_BINS,
             rank_series: DEFAULT_RANK_SERIES,
             event_samples: DEFAULT_EVENT_SAMPLES,
-            collector: CollectorPlacement::Inline,
+            collector: CollectorPlacement::Auto,
         }
     }
 }
@@ -351,7 +355,7 @@ mod tests {
         assert_eq!(c.capacity(), 50_000);
         assert_eq!(c.max_depth, 128);
         assert_eq!(c.unwind, UnwindMode::Second);
-        assert_eq!(c.collector, CollectorPlacement::Inline);
+        assert_eq!(c.collector, CollectorPlacement::Auto);
     }
 
     #[test]
@@ -374,6 +378,15 @@ mod tests {
         assert_eq!(c.unwind, UnwindMode::Fp);
         assert_eq!(c.collector, CollectorPlacement::Thread);
         assert!(c.exact);
+        for (v, p) in [
+            ("auto", CollectorPlacement::Auto),
+            ("inline", CollectorPlacement::Inline),
+            (" thread ", CollectorPlacement::Thread),
+        ] {
+            let (c, w) = parse(&[("WMHCCT_COLLECTOR", v)]);
+            assert!(w.is_empty(), "{w:?}");
+            assert_eq!(c.collector, p);
+        }
         assert_eq!(c.out, Some(PathBuf::from("/tmp/x.h5")));
     }
 

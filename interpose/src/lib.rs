@@ -30,6 +30,7 @@ mod next_alloc;
 pub mod output;
 mod packets;
 mod per_thread;
+mod placement;
 mod real;
 mod report;
 mod reserve;

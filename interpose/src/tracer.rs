@@ -183,6 +183,9 @@ fn init() -> Tracer {
         },
     );
     let cwd = std::env::current_dir().unwrap_or_default();
+    let host = crate::placement::host(crate::placement::affinity_cpus(), |k| std::env::var(k).ok());
+    let placement =
+        crate::placement::resolve(config.collector, &host, config.unwind != UnwindMode::None);
     let descendant = AtomicBool::new(crate::output::parent_is_traced());
     Tracer {
         core: BiasedMutex::new(Core {
@@ -199,7 +202,7 @@ fn init() -> Tracer {
             generation: modules::generation(),
             cursors: CursorAccess::new(),
         }),
-        packets: (config.collector == CollectorPlacement::Thread).then(Packets::new),
+        packets: (placement == CollectorPlacement::Thread).then(Packets::new),
         modules: SpinMutex::new(Arc::new(unwind_modules)),
         modules_gen: AtomicU64::new(0),
         self_text,

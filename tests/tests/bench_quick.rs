@@ -19,7 +19,9 @@ fn quick_benchmark_harness_runs_and_prints_its_tables() {
     for needle in [
         "| mode | wall ratio to native |",
         "| second |",
+        "| second+inline |",
         "| second+thread |",
+        "Default collector placement here:",
         "| full |",
         "### Deep-stack program",
         "### Tracer memory",

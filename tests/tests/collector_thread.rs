@@ -93,3 +93,74 @@ fn packets_to_a_collector_thread_give_the_inline_report() {
     );
     assert_eq!(u64_of(&thread["ranks_detail"][0]["threads"]), 1);
 }
+
+/// `WMHCCT_COLLECTOR=auto` (the default) starts the collector thread only
+/// where the process has a CPU to spare for it: `threads_seen` prints its
+/// thread count, restricted to one CPU or to two by `taskset`, as a rank of
+/// a job filling the CPUs, and with each placement forced.
+#[test]
+fn auto_placement_starts_the_thread_only_with_a_spare_cpu() {
+    let w = WorkDir::new("collector-auto");
+    let exe = compile("threads_seen.c", &w.path, Opt::Release, &[]);
+    let exe = exe.to_string_lossy().into_owned();
+    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let mut totals = Vec::new();
+    let mut threads = |name: &str, cpu_list: &str, env: &[(&str, &str)]| -> u32 {
+        let h5 = w.join(format!("{name}.h5"));
+        let out = run_traced(
+            "taskset",
+            &["-c", cpu_list, exe.as_str()],
+            &w.path,
+            &h5,
+            env,
+        );
+        assert_eq!(out.code, 0, "{name}: {}", out.describe());
+        assert_clean_stderr(&out, &h5);
+        totals.push((name.to_string(), alloc_totals(&report_json(&h5))));
+        let n = out
+            .stdout
+            .split_whitespace()
+            .find_map(|t| t.strip_prefix("threads="))
+            .and_then(|n| n.parse().ok());
+        n.unwrap_or_else(|| panic!("{name}: no thread count in {:?}", out.stdout))
+    };
+    assert_eq!(threads("one-cpu", "0", &[]), 1, "auto on one CPU: inline");
+    assert_eq!(
+        threads("one-cpu-forced", "0", &[("WMHCCT_COLLECTOR", "thread")]),
+        2,
+        "WMHCCT_COLLECTOR=thread starts the thread on one CPU too"
+    );
+    if cpus >= 2 {
+        assert_eq!(threads("two-cpus", "0,1", &[]), 2, "auto with a spare CPU");
+        assert_eq!(
+            threads("two-cpus-auto", "0,1", &[("WMHCCT_COLLECTOR", "auto")]),
+            2
+        );
+        assert_eq!(
+            threads("two-cpus-inline", "0,1", &[("WMHCCT_COLLECTOR", "inline")]),
+            1
+        );
+        assert_eq!(
+            threads("two-ranks", "0,1", &[("OMPI_COMM_WORLD_LOCAL_SIZE", "2")]),
+            1,
+            "two ranks on two CPUs: inline"
+        );
+        assert_eq!(
+            threads("no-stacks", "0,1", &[("WMHCCT_UNWIND", "none")]),
+            1,
+            "without stacks there is nothing to hand over: inline"
+        );
+        assert_eq!(
+            threads("openmp", "0,1", &[("OMP_NUM_THREADS", "2")]),
+            1,
+            "two OpenMP threads on two CPUs: inline"
+        );
+    } else {
+        eprintln!("one CPU here: the spare-CPU cases are not run");
+    }
+    // Same program, same events: every placement counts the same calls.
+    let (first, rest) = totals.split_first().unwrap();
+    for (name, t) in rest {
+        assert_eq!(t, &first.1, "{name} vs {}", first.0);
+    }
+}

@@ -125,8 +125,9 @@ pub struct RunArgs {
     #[arg(long)]
     pub exact: bool,
     /// Who records events: the thread that made them, or a collector
-    /// thread (WMHCCT_COLLECTOR; `thread` pays off with a spare core).
-    #[arg(long, value_parser = ["inline", "thread"])]
+    /// thread (WMHCCT_COLLECTOR; `thread` pays off with a spare core,
+    /// `auto`, the default, starts it only where there is one).
+    #[arg(long, value_parser = ["auto", "inline", "thread"])]
     pub collector: Option<String>,
     /// Path of libwmhcct.so (default: WMHCCT_LIB, else next to this executable).
     #[arg(long)]

@@ -1,0 +1,225 @@
+//! `WMHCCT_COLLECTOR=auto` (the default): a collector thread where the
+//! process has a core to spare for it, inline recording where it does not.
+//!
+//! The collector thread takes the tree update off the program's threads
+//! (`packets.rs`), which pays only when it runs on a core the program does
+//! not use: an MPI job with one rank per core, or ranks bound to single
+//! cores, gets nothing from it but one more thread competing for its core.
+//! So `auto` counts the CPUs this process may run on (its affinity mask,
+//! which is what `mpirun`/`srun` binding and cgroup cpusets set), divides
+//! them among the ranks the launcher started on this node, and starts the
+//! thread only if each rank is left at least one CPU beyond the threads it
+//! runs itself (`OMP_NUM_THREADS`, else one).
+
+use crate::config::CollectorPlacement;
+
+/// What the decision looks at, read once at tracer start.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Host {
+    /// CPUs in the process's affinity mask.
+    pub cpus: usize,
+    /// Processes of this job on this node (1 outside MPI or when unknown).
+    pub local_ranks: usize,
+    /// Threads each of them runs (`OMP_NUM_THREADS`, else 1).
+    pub threads_per_rank: usize,
+}
+
+/// Inline or thread: `auto` resolved for `host`; the other two as given.
+/// `stacks`: events carry captured stacks (any unwind mode but `none`).
+/// Without them recording is only the heap bookkeeping, which costs about
+/// as much as handing the event over, so `auto` stays inline.
+pub fn resolve(p: CollectorPlacement, host: &Host, stacks: bool) -> CollectorPlacement {
+    match p {
+        CollectorPlacement::Auto if !stacks => CollectorPlacement::Inline,
+        CollectorPlacement::Auto => {
+            let per_rank = host.cpus / host.local_ranks.max(1);
+            if per_rank > host.threads_per_rank.max(1) {
+                CollectorPlacement::Thread
+            } else {
+                CollectorPlacement::Inline
+            }
+        }
+        other => other,
+    }
+}
+
+/// CPUs in this process's affinity mask (0 if it cannot be read).
+pub fn affinity_cpus() -> usize {
+    // SAFETY: `set` is a local cpu_set_t of the size passed; the kernel
+    // writes at most that many bytes into it.
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        if libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) != 0 {
+            return 0;
+        }
+        libc::CPU_COUNT(&set).max(0) as usize
+    }
+}
+
+/// The host as this process sees it: `get` looks up environment variables.
+pub fn host(cpus: usize, get: impl Fn(&str) -> Option<String>) -> Host {
+    Host {
+        cpus,
+        local_ranks: local_ranks(&get).unwrap_or(1).max(1),
+        threads_per_rank: get("OMP_NUM_THREADS")
+            .and_then(|v| first_number(&v))
+            .unwrap_or(1)
+            .max(1),
+    }
+}
+
+/// Ranks on this node, from the variables the launchers set in each rank:
+/// Open MPI's `mpirun`, MPICH's Hydra, then Slurm's `srun` (the step's
+/// tasks per node, indexed by this node's number).
+fn local_ranks(get: &impl Fn(&str) -> Option<String>) -> Option<usize> {
+    for var in ["OMPI_COMM_WORLD_LOCAL_SIZE", "MPI_LOCALNRANKS"] {
+        if let Some(n) = get(var).and_then(|v| v.trim().parse::<usize>().ok()) {
+            return Some(n);
+        }
+    }
+    let node = get("SLURM_NODEID")
+        .and_then(|v| v.trim().parse::<usize>().ok())
+        .unwrap_or(0);
+    ["SLURM_STEP_TASKS_PER_NODE", "SLURM_TASKS_PER_NODE"]
+        .iter()
+        .find_map(|var| get(var).and_then(|v| slurm_tasks_on_node(&v, node)))
+}
+
+/// Slurm's compressed tasks-per-node list, e.g. `4(x2),3`: 4 tasks on
+/// nodes 0 and 1, 3 on node 2. The count of node `node`, if listed.
+fn slurm_tasks_on_node(list: &str, node: usize) -> Option<usize> {
+    let mut first = 0usize;
+    for part in list.trim().split(',') {
+        let (count, repeat) = match part.split_once("(x") {
+            Some((c, r)) => (c, r.strip_suffix(')')?.parse::<usize>().ok()?),
+            None => (part, 1),
+        };
+        let count = count.parse::<usize>().ok()?;
+        if node < first.checked_add(repeat)? {
+            return Some(count);
+        }
+        first += repeat;
+    }
+    None
+}
+
+/// The first number of a comma-separated list (`OMP_NUM_THREADS=8,2`: 8 at
+/// the outer level).
+fn first_number(v: &str) -> Option<usize> {
+    v.split(',').next()?.trim().parse().ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashMap;
+
+    fn env(vars: &[(&str, &str)]) -> impl Fn(&str) -> Option<String> {
+        let m: HashMap<String, String> = vars
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        move |k| m.get(k).cloned()
+    }
+
+    fn auto(cpus: usize, vars: &[(&str, &str)]) -> CollectorPlacement {
+        resolve(CollectorPlacement::Auto, &host(cpus, env(vars)), true)
+    }
+
+    #[test]
+    fn auto_needs_a_cpu_beyond_each_ranks_own_threads() {
+        use CollectorPlacement::{Inline, Thread};
+        const OMPI: &str = "OMPI_COMM_WORLD_LOCAL_SIZE";
+        const OMP: &str = "OMP_NUM_THREADS";
+        let cases: &[(usize, &[(&str, &str)], CollectorPlacement)] = &[
+            // A single process with a spare CPU.
+            (2, &[], Thread),
+            (64, &[], Thread),
+            // One CPU, or unknown (0): none to spare.
+            (1, &[], Inline),
+            (0, &[], Inline),
+            // Open MPI: 2 ranks on 2 CPUs, 4 oversubscribed; half the cores used.
+            (2, &[(OMPI, "2")], Inline),
+            (2, &[(OMPI, "4")], Inline),
+            (8, &[(OMPI, "4")], Thread),
+            // MPICH's Hydra.
+            (4, &[("MPI_LOCALNRANKS", "4")], Inline),
+            (16, &[("MPI_LOCALNRANKS", "4")], Thread),
+            // OpenMP threads count as used CPUs (the outer level of a list).
+            (2, &[(OMP, "2")], Inline),
+            (8, &[(OMP, "4,2")], Thread),
+            (16, &[(OMP, "4"), (OMPI, "4")], Inline),
+            // Unparsable or 0: one thread.
+            (2, &[(OMP, "lots")], Thread),
+            (2, &[(OMP, "0")], Thread),
+        ];
+        for (cpus, vars, want) in cases {
+            assert_eq!(auto(*cpus, vars), *want, "{cpus} CPUs, {vars:?}");
+        }
+    }
+
+    #[test]
+    fn without_stacks_auto_stays_inline() {
+        let idle = host(64, env(&[]));
+        assert_eq!(
+            resolve(CollectorPlacement::Auto, &idle, false),
+            CollectorPlacement::Inline
+        );
+    }
+
+    #[test]
+    fn slurm_tasks_per_node() {
+        assert_eq!(slurm_tasks_on_node("4", 0), Some(4));
+        assert_eq!(slurm_tasks_on_node("4(x2),3", 0), Some(4));
+        assert_eq!(slurm_tasks_on_node("4(x2),3", 1), Some(4));
+        assert_eq!(slurm_tasks_on_node("4(x2),3", 2), Some(3));
+        assert_eq!(slurm_tasks_on_node("4(x2),3", 3), None);
+        assert_eq!(slurm_tasks_on_node("2,1(x3)", 3), Some(1));
+        assert_eq!(slurm_tasks_on_node("bogus", 0), None);
+        assert_eq!(slurm_tasks_on_node("4(x", 0), None);
+        // The step's list wins over the job's; the node number picks.
+        let h = host(
+            8,
+            env(&[
+                ("SLURM_STEP_TASKS_PER_NODE", "1,8"),
+                ("SLURM_TASKS_PER_NODE", "8(x2)"),
+                ("SLURM_NODEID", "1"),
+            ]),
+        );
+        assert_eq!(h.local_ranks, 8);
+        let h = host(
+            8,
+            env(&[("SLURM_STEP_TASKS_PER_NODE", "1,8"), ("SLURM_NODEID", "0")]),
+        );
+        assert_eq!(h.local_ranks, 1);
+        assert_eq!(
+            resolve(CollectorPlacement::Auto, &h, true),
+            CollectorPlacement::Thread
+        );
+    }
+
+    #[test]
+    fn the_affinity_mask_is_read() {
+        let n = affinity_cpus();
+        assert!(n >= 1, "{n}");
+        assert!(n <= std::thread::available_parallelism().map_or(1024, |p| p.get().max(n)));
+    }
+
+    #[test]
+    fn forced_placements_are_kept() {
+        let busy = host(1, env(&[("OMPI_COMM_WORLD_LOCAL_SIZE", "8")]));
+        let idle = host(64, env(&[]));
+        for h in [&busy, &idle] {
+            for stacks in [false, true] {
+                assert_eq!(
+                    resolve(CollectorPlacement::Inline, h, stacks),
+                    CollectorPlacement::Inline
+                );
+                assert_eq!(
+                    resolve(CollectorPlacement::Thread, h, stacks),
+                    CollectorPlacement::Thread
+                );
+            }
+        }
+    }
+}
