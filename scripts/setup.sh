@@ -14,6 +14,9 @@ PACKAGES=(
     libhdf5-openmpi-dev
     heaptrack
     libjemalloc2
+    # A real MPI application for tests/tests/real_mpi_app.rs and
+    # benches/real_mpi.py (LAMMPS, built with OpenMPI).
+    lammps
 )
 # Wanted when they can coexist with what is installed (checked with apt-get -s).
 OPTIONAL=()

@@ -131,7 +131,8 @@ mod tests {
         use CollectorPlacement::{Inline, Thread};
         const OMPI: &str = "OMPI_COMM_WORLD_LOCAL_SIZE";
         const OMP: &str = "OMP_NUM_THREADS";
-        let cases: &[(usize, &[(&str, &str)], CollectorPlacement)] = &[
+        type Case<'a> = (usize, &'a [(&'a str, &'a str)], CollectorPlacement);
+        let cases: &[Case] = &[
             // A single process with a spare CPU.
             (2, &[], Thread),
             (64, &[], Thread),

@@ -1,0 +1,47 @@
+//! A real MPI application from Debian's packages under the tracer: LAMMPS
+//! (C++, OpenMPI, FFTW, dozens of shared objects and MPI plugins loaded
+//! late) on 2 ranks, through `benches/real_mpi.py --quick`. The script
+//! fails unless every traced run exits 0, prints LAMMPS's thermodynamic
+//! output exactly as the native run does, and leaves one job report of 2
+//! ranks that `wmhcct report` reads. No performance assertion.
+
+use std::time::Duration;
+
+use wmhcct_e2e::*;
+
+#[test]
+fn lammps_on_two_ranks_runs_unchanged_and_gives_one_job_report() {
+    let dir = WorkDir::new("real-mpi-app");
+    let script = root().join("benches/real_mpi.py");
+    let mut cmd = command(PYTHON, &[script.as_os_str(), "--quick".as_ref()], &dir.path);
+    cmd.env("WMHCCT_LIB", lib()).env("WMHCCT_BIN", bin());
+    cmd.env("OMPI_ALLOW_RUN_AS_ROOT", "1")
+        .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1");
+    let out = run_cmd(&mut cmd, Duration::from_secs(600));
+    assert_eq!(out.code, 0, "{}", out.describe());
+    for needle in [
+        "## Real MPI application: LAMMPS",
+        "| native |",
+        "| wmhcct |",
+        "Thermodynamic output identical to the native run in every traced run.",
+    ] {
+        assert!(
+            out.stdout.contains(needle),
+            "no {needle:?} in the output:\n{}",
+            out.describe()
+        );
+    }
+    // The job made allocator calls, and the report counted them.
+    let calls: u64 = out
+        .stdout
+        .lines()
+        .find_map(|l| l.strip_prefix("wmhcct: "))
+        .and_then(|l| l.split_whitespace().next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(0);
+    assert!(
+        calls > 1000,
+        "allocator calls in the job: {calls}\n{}",
+        out.describe()
+    );
+}
