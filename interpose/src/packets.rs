@@ -1,8 +1,9 @@
-//! The optional collector thread (`WMHCCT_COLLECTOR=thread`): the
+//! The collector thread (`WMHCCT_COLLECTOR=thread`, or `auto`, the
+//! default, where the process has a spare CPU: `placement.rs`): the
 //! parallel-CCT paper's packets, for processes with a spare core.
 //!
-//! Inline (the default), a thread records each event into the collector
-//! itself, under the core lock. With a collector thread, the thread that
+//! Inline, a thread records each event into the collector itself, under the
+//! core lock. With a collector thread, the thread that
 //! made the event captures its stack as usual, then encodes the event
 //! (`wmhcct_collector::packet`) into one process-wide ring under the
 //! *front* lock and returns to the program; the collector thread applies the
