@@ -15,7 +15,7 @@
 use std::collections::HashMap;
 
 use crate::job_series::{self, Limits};
-use crate::merge::merge_trees_evicted;
+use crate::merge::merge_trees_mapped;
 
 use wmhcct_format::{
     FrameKey, HeapStats, JobSeries, KindTotal, Module, Node, NodeSpread, Profile, Spread, Tree,
@@ -217,69 +217,91 @@ pub fn merge(a: Profile, b: Profile, capacity: usize) -> Profile {
         })
         .collect();
     let mut evicted = (0u64, 0u64);
-    // Sample contexts are rows of trees[0]: keep the inputs' to map them.
-    let old_a = out.trees.first().cloned();
-    let mut old_b: Option<Tree> = None;
-    for bt in &b.trees {
-        let bt = remap_tree(bt, &remap);
-        if old_a.as_ref().is_some_and(|t| t.name == bt.name) {
-            old_b = Some(bt.clone());
-        }
+    // Sample contexts are rows of trees[0]: how a's and b's rows of it map
+    // to the merged tree's (identity for a while nothing merged into it;
+    // none for b unless its tree of that name merged in). Taken from the
+    // merge itself, so neither input tree is kept or copied.
+    let first = out.trees.first().map(|t| t.name.clone());
+    let mut rows_a: Option<Vec<u32>> = out
+        .trees
+        .first()
+        .map(|t| (0..t.nodes.len() as u32).collect());
+    let mut rows_b: Option<Vec<u32>> = None;
+    let Profile {
+        trees: b_trees,
+        totals: b_totals,
+        heap: b_heap,
+        unwind: b_unwind,
+        tracer: b_tracer,
+        meta: b_meta,
+        ranks: b_ranks,
+        series: b_series,
+        ..
+    } = b;
+    for mut bt in b_trees {
+        remap_modules(&mut bt, &remap);
         match out.trees.iter_mut().find(|t| t.name == bt.name) {
             Some(at) => {
-                let (t, ev) = merge_trees_evicted(at, &bt, capacity);
-                *at = t;
-                evicted.0 += ev.0;
-                evicted.1 += ev.1;
+                let m = merge_trees_mapped(at, &bt, capacity);
+                *at = m.tree;
+                evicted.0 += m.evicted.0;
+                evicted.1 += m.evicted.1;
+                if first.as_deref() == Some(bt.name.as_str()) {
+                    let [ra, rb] = m.rows;
+                    rows_a = rows_a.map(|prev| compose(&prev, &ra));
+                    rows_b = Some(rb);
+                }
             }
             None => out.trees.push(bt),
         }
     }
-    out.totals = merge_totals(&out.totals, &b.totals);
-    out.heap = add_heap(&out.heap, &b.heap);
+    out.totals = merge_totals(&out.totals, &b_totals);
+    out.heap = add_heap(&out.heap, &b_heap);
     out.heap.evicted_live_bytes += evicted.0;
     out.heap.evicted_peak_bytes += evicted.1;
-    out.unwind = add_unwind(&out.unwind, &b.unwind);
-    out.tracer.collector_bytes += b.tracer.collector_bytes;
-    out.tracer.ptr_table_peak = out.tracer.ptr_table_peak.max(b.tracer.ptr_table_peak);
-    out.tracer.untraced_events += b.tracer.untraced_events;
-    out.meta.threads += b.meta.threads;
-    out.meta.start_unix_ns = out.meta.start_unix_ns.min(b.meta.start_unix_ns);
-    out.meta.end_unix_ns = out.meta.end_unix_ns.max(b.meta.end_unix_ns);
-    out.ranks.extend(b.ranks);
+    out.unwind = add_unwind(&out.unwind, &b_unwind);
+    out.tracer.collector_bytes += b_tracer.collector_bytes;
+    out.tracer.ptr_table_peak = out.tracer.ptr_table_peak.max(b_tracer.ptr_table_peak);
+    out.tracer.untraced_events += b_tracer.untraced_events;
+    out.meta.threads += b_meta.threads;
+    out.meta.start_unix_ns = out.meta.start_unix_ns.min(b_meta.start_unix_ns);
+    out.meta.end_unix_ns = out.meta.end_unix_ns.max(b_meta.end_unix_ns);
+    out.ranks.extend(b_ranks);
     out.series = merge_series(
         out.series.take(),
-        b.series,
-        old_a.as_ref(),
-        old_b.as_ref(),
-        out.trees.first(),
+        b_series,
+        rows_a.as_deref(),
+        rows_b.as_deref(),
         &Limits::from_config(&out.config, out.meta.nranks),
     );
     out
 }
 
-/// Merge the parts' series, with sample contexts moved to the merged tree.
+/// `first` then `then`: the row `then` gives to the row `first` gave.
+fn compose(first: &[u32], then: &[u32]) -> Vec<u32> {
+    first
+        .iter()
+        .map(|&r| then.get(r as usize).copied().unwrap_or(NO_CONTEXT))
+        .collect()
+}
+
 fn merge_series(
     a: Option<JobSeries>,
     b: Option<JobSeries>,
-    old_a: Option<&Tree>,
-    old_b: Option<&Tree>,
-    merged: Option<&Tree>,
+    rows_a: Option<&[u32]>,
+    rows_b: Option<&[u32]>,
     limits: &Limits,
 ) -> Option<JobSeries> {
-    let remap = |s: Option<JobSeries>, old: Option<&Tree>| {
+    let remap = |s: Option<JobSeries>, rows: Option<&[u32]>| {
         s.map(|mut s| {
-            let rows = match (old, merged) {
-                (Some(o), Some(m)) => row_map(o, m),
-                _ => Vec::new(),
-            };
+            let rows = rows.unwrap_or(&[]);
             job_series::remap_contexts(&mut s, &|r| {
                 rows.get(r as usize).copied().unwrap_or(NO_CONTEXT)
             });
             s
         })
     };
-    match (remap(a, old_a), remap(b, old_b)) {
+    match (remap(a, rows_a), remap(b, rows_b)) {
         (Some(a), Some(b)) => Some(job_series::merge(a, b, limits)),
         (a, b) => a.or(b),
     }
@@ -312,8 +334,8 @@ pub fn row_map(old: &Tree, new: &Tree) -> Vec<u32> {
     map
 }
 
-fn remap_tree(t: &Tree, remap: &[u32]) -> Tree {
-    let mut t = t.clone();
+/// Module indices of `t`'s frames renumbered through `remap`, in place.
+fn remap_modules(t: &mut Tree, remap: &[u32]) {
     for n in &mut t.nodes {
         if let FrameKey::Addr { module, offset } = n.key {
             n.key = FrameKey::Addr {
@@ -322,7 +344,6 @@ fn remap_tree(t: &Tree, remap: &[u32]) -> Tree {
             };
         }
     }
-    t
 }
 
 /// Sum per kind. A name can occur twice (`MPI_Alloc_mem`/`MPI_Free_mem` are

@@ -34,7 +34,7 @@
 use std::collections::HashMap;
 
 use wmhcct_format::{
-    FrameKey, Node, NodeSpread, Tree, MONITORED_BYTES, MONITORED_COUNT, NO_PARENT,
+    FrameKey, Node, NodeSpread, Tree, MONITORED_BYTES, MONITORED_COUNT, NO_CONTEXT, NO_PARENT,
 };
 
 fn is_context(n: &Node) -> bool {
@@ -88,15 +88,36 @@ pub fn merge_trees(a: &Tree, b: &Tree, capacity: usize) -> Tree {
     merge_trees_evicted(a, b, capacity).0
 }
 
+/// [`merge_trees_mapped`] without the row maps.
+pub fn merge_trees_evicted(a: &Tree, b: &Tree, capacity: usize) -> (Tree, (u64, u64)) {
+    let m = merge_trees_mapped(a, b, capacity);
+    (m.tree, m.evicted)
+}
+
+/// The result of [`merge_trees_mapped`].
+pub struct Merged {
+    pub tree: Tree,
+    /// Live bytes (now, at the peak) of the contexts the merge dropped.
+    pub evicted: (u64, u64),
+    /// For each input (`a`, `b`), the row in `tree` of each of its rows
+    /// (the node of the same key path), or `NO_CONTEXT` where the merge
+    /// dropped it: what `job::row_map` computes from the inputs, without
+    /// keeping them.
+    pub rows: [Vec<u32>; 2],
+}
+
 /// As [`merge_trees`], also returning the (live, at-peak) bytes of the
 /// contexts dropped by the capacity limit.
-pub fn merge_trees_evicted(a: &Tree, b: &Tree, capacity: usize) -> (Tree, (u64, u64)) {
+pub fn merge_trees_mapped(a: &Tree, b: &Tree, capacity: usize) -> Merged {
     let fl = [floors(a), floors(b)];
     let mut keys: Vec<(u32, FrameKey)> = vec![(NO_PARENT, FrameKey::Root)];
     let mut acc: Vec<Acc> = vec![Acc::default()];
     let mut lookup: HashMap<(u32, FrameKey), u32> = HashMap::new();
+    // Per input, the key id of each row (u32::MAX: malformed, skipped).
+    let mut maps: [Vec<u32>; 2] = [Vec::new(), Vec::new()];
     for (side, t) in [a, b].into_iter().enumerate() {
-        let mut map = vec![u32::MAX; t.nodes.len()];
+        let map = &mut maps[side];
+        *map = vec![u32::MAX; t.nodes.len()];
         if let Some(m) = map.first_mut() {
             *m = 0;
         }
@@ -224,5 +245,17 @@ pub fn merge_trees_evicted(a: &Tree, b: &Tree, capacity: usize) -> (Tree, (u64, 
             Some((floor[0], floor[1]))
         },
     };
-    (tree, dropped)
+    let rows = maps.map(|map| {
+        map.into_iter()
+            .map(|id| match new_id.get(id as usize) {
+                Some(&r) if r != NO_PARENT => r,
+                _ => NO_CONTEXT,
+            })
+            .collect()
+    });
+    Merged {
+        tree,
+        evicted: dropped,
+        rows,
+    }
 }

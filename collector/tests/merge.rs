@@ -7,7 +7,8 @@ use std::collections::HashMap;
 
 use common::*;
 use proptest::prelude::*;
-use wmhcct_collector::merge::merge_trees_evicted;
+use wmhcct_collector::job::row_map;
+use wmhcct_collector::merge::{merge_trees_evicted, merge_trees_mapped};
 use wmhcct_collector::{merge_trees, Collector, Cursor};
 use wmhcct_format::{FrameKey, Tree};
 
@@ -123,6 +124,13 @@ proptest! {
         for (i, x) in m.nodes.iter().enumerate().skip(1) {
             prop_assert!((x.parent as usize) < i);
         }
+        // The row maps the merge returns are those of the key paths (what
+        // the job merge uses to move series samples), evicted rows included.
+        let mapped = merge_trees_mapped(&ta, &tb, cap);
+        prop_assert_eq!(&mapped.tree, &m);
+        prop_assert_eq!(&mapped.rows[0], &row_map(&ta, &m));
+        prop_assert_eq!(&mapped.rows[1], &row_map(&tb, &m));
+        prop_assert!(dropped.0 == 0 || mapped.rows.iter().flatten().any(|&r| r == u32::MAX));
     }
 }
 
@@ -142,4 +150,8 @@ fn malformed_input_does_not_panic() {
     t.nodes.push(bad);
     let m = merge_trees(&t, &Tree::default(), 2);
     assert_eq!(m.nodes.len(), 1);
+    // The orphan maps to no row; the root to the root.
+    let mapped = merge_trees_mapped(&t, &Tree::default(), 2);
+    assert_eq!(mapped.rows[0], [0, u32::MAX]);
+    assert!(mapped.rows[1].is_empty());
 }

@@ -364,6 +364,9 @@ pub fn before_finalize() {
         Ok(b) => b,
         Err(_) => return,
     };
+    // The reduction decodes its own copy: keeping this one would hold the
+    // profile twice at the job's memory peak.
+    drop(profile);
     // SAFETY: wmhcct_mpi_reduce(data, len, capacity, sink, ctx) as defined in mpi/;
     // collective over the job; the sink runs on rank 0 only.
     let rc = unsafe {
@@ -379,7 +382,7 @@ pub fn before_finalize() {
         crate::diag::message(&[
             "the cross-rank reduction failed; writing this rank's profile to the spill directory",
         ]);
-        crate::report::spill_profile(t, &profile);
+        crate::report::spill_bytes(t, &bytes);
     }
 }
 

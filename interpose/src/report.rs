@@ -257,6 +257,15 @@ pub fn spill(g: &Guard, t: &Tracer, reason: &str) {
 
 /// Write `profile` into the job's spill directory as `rank-<r>.wmprof`.
 pub fn spill_profile(t: &Tracer, profile: &Profile) {
+    match wmhcct_format::encode(profile) {
+        Ok(bytes) => spill_bytes(t, &bytes),
+        Err(e) => crate::diag::message(&["cannot encode the profile: ", &e.to_string()]),
+    }
+}
+
+/// Write this process's encoded profile into the job's spill directory as
+/// `rank-<r>.wmprof` (`pid-<pid>.wmprof` outside a job).
+pub fn spill_bytes(t: &Tracer, bytes: &[u8]) {
     let job = tracer::job(t);
     let report = job
         .as_ref()
@@ -265,7 +274,8 @@ pub fn spill_profile(t: &Tracer, profile: &Profile) {
     let dir = spill_dir(t, &report);
     let name = match &job {
         Some(j) => format!("rank-{}.wmprof", j.rank),
-        None => format!("pid-{}.wmprof", profile.meta.pid),
+        // SAFETY: getpid has no preconditions.
+        None => format!("pid-{}.wmprof", unsafe { libc::getpid() }),
     };
     let path = dir.join(&name);
     // Written under a temporary name and renamed: a rank killed while
@@ -274,9 +284,8 @@ pub fn spill_profile(t: &Tracer, profile: &Profile) {
     let tmp = dir.join(format!(".{name}.tmp"));
     let result = std::fs::create_dir_all(&dir)
         .map_err(|e| e.to_string())
-        .and_then(|_| wmhcct_format::encode(profile).map_err(|e| e.to_string()))
-        .and_then(|b| {
-            std::fs::write(&tmp, b)
+        .and_then(|_| {
+            std::fs::write(&tmp, bytes)
                 .and_then(|()| std::fs::rename(&tmp, &path))
                 .map_err(|e| {
                     // Disk full: do not leave a partial profile behind.
