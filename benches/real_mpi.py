@@ -135,6 +135,8 @@ def run(mode, lmp, args, tmp, tag, peak=False):
         rep = subprocess.run([BIN, "report", report], capture_output=True, text=True)
         if rep.returncode != 0 or "ranks:     2" not in rep.stdout:
             raise Failed(f"wmhcct report of the job:\n{rep.stdout[-2000:]}\n{rep.stderr[-2000:]}")
+        unwind = re.search(r"^unwind:.*\n\s+(validated.*)$", rep.stdout, re.M)
+        res["unwind"] = " ".join(unwind.group(0).split()) if unwind else "no unwind line"
         res["events"] = sum(int(m) for m in re.findall(
             r"^(?:malloc|calloc|realloc|free|posix_memalign|aligned_alloc|memalign|valloc|pvalloc)"
             r"\s+(\d+)", rep.stdout, re.M))
@@ -214,6 +216,7 @@ def main():
               f"{statistics.median(x['convert'] for x in w):.2f} s (median); the report is "
               f"{statistics.median(x['report_kib'] for x in w):.0f} KiB. Thermodynamic output identical "
               f"to the native run in every traced run.")
+        print(f"wmhcct {w[0]['unwind']}")
     except Failed as e:
         sys.exit(f"real_mpi.py failed: {e}")
     finally:

@@ -44,4 +44,13 @@ fn lammps_on_two_ranks_runs_unchanged_and_gives_one_job_report() {
         "allocator calls in the job: {calls}\n{}",
         out.describe()
     );
+    // Every stack unwound to its end: the constructors' stacks end in the
+    // dynamic loader's `_dl_start_user` (rbp = 0, no CFI), which is the
+    // end of the stack, not an unwinding error.
+    let unwind = out
+        .stdout
+        .lines()
+        .find(|l| l.starts_with("wmhcct unwind:"))
+        .unwrap_or_else(|| panic!("no unwind line:\n{}", out.describe()));
+    assert!(unwind.contains("errors 0"), "{unwind}");
 }

@@ -56,6 +56,7 @@ impl StepUnwinder for DwarfSteps<'_> {
             return Step::End;
         };
         let old_sp = self.regs.sp();
+        let old_bp = self.regs.bp();
         // framehop reads the return address at `new_sp - 8`; with a zero offset rule and a
         // tiny stack pointer that would wrap. No real stack lives there.
         if old_sp < 8 {
@@ -94,6 +95,15 @@ impl StepUnwinder for DwarfSteps<'_> {
                 Step::Frame(Frame { ra, sp })
             }
             Ok(None) => {
+                self.next = None;
+                Step::End
+            }
+            // A zero frame pointer is how the x86_64 ABI marks the outermost
+            // frame (`_start`, and the dynamic loader's `_dl_start_user`,
+            // which clears rbp before running the libraries' constructors
+            // and has no CFI): framehop's frame-pointer fallback reports it
+            // as a step backwards. The stack is complete there, not broken.
+            Err(framehop::Error::FramepointerUnwindingMovedBackwards) if old_bp == 0 => {
                 self.next = None;
                 Step::End
             }
@@ -161,6 +171,39 @@ mod tests {
         assert_eq!(end, Step::Failed(StepError::Read(hole)));
         // The walk is over once it failed.
         assert_eq!(steps.step(&mut read), Step::End);
+    }
+
+    /// A return address without an FDE in a module that has `.eh_frame`
+    /// (framehop falls back to frame pointers), reached with rbp = 0, as the
+    /// dynamic loader's `_dl_start_user` is under the libraries'
+    /// constructors: the end of the stack, not a failure. With a non-zero
+    /// rbp below the stack pointer the same step is still an error.
+    #[test]
+    fn zero_frame_pointer_without_an_fde_ends_the_stack() {
+        let cm = CfiModule::new(true);
+        let modules = cm.modules();
+        let no_fde = crate::synthetic::CFI_BASE + 0x1800;
+        assert!(modules.contains(no_fde));
+        let sp = 0x7000_0000_1000u64;
+        let mut read = |_a: u64| Ok(0x2345u64);
+        for (bp, want_end) in [(0u64, true), (0x10u64, false)] {
+            let mut cache = StepCache::new();
+            let regs = Regs { pc: no_fde, sp, bp };
+            let mut steps = DwarfSteps::new(&modules, &mut cache, regs);
+            steps.next = FrameAddress::from_return_address(no_fde);
+            let got = steps.step(&mut read);
+            if want_end {
+                assert_eq!(got, Step::End);
+            } else {
+                assert_eq!(
+                    got,
+                    Step::Failed(StepError::Unwinder(
+                        framehop::Error::FramepointerUnwindingMovedBackwards
+                    ))
+                );
+            }
+            assert_eq!(steps.step(&mut read), Step::End);
+        }
     }
 
     #[test]
