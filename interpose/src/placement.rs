@@ -6,7 +6,8 @@
 //! not use: an MPI job with one rank per core, or ranks bound to single
 //! cores, gets nothing from it but one more thread competing for its core.
 //! So `auto` counts the CPUs this process may run on (its affinity mask,
-//! which is what `mpirun`/`srun` binding and cgroup cpusets set), divides
+//! which is what `mpirun`/`srun` binding and cgroup cpusets set, lowered to
+//! its cgroup's CPU quota if that is smaller), divides
 //! them among the ranks the launcher started on this node, and starts the
 //! thread only if each rank is left at least one CPU beyond the threads it
 //! runs itself (`OMP_NUM_THREADS`, else one).
@@ -43,17 +44,12 @@ pub fn resolve(p: CollectorPlacement, host: &Host, stacks: bool) -> CollectorPla
     }
 }
 
-/// CPUs in this process's affinity mask (0 if it cannot be read).
-pub fn affinity_cpus() -> usize {
-    // SAFETY: `set` is a local cpu_set_t of the size passed; the kernel
-    // writes at most that many bytes into it.
-    unsafe {
-        let mut set: libc::cpu_set_t = std::mem::zeroed();
-        if libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) != 0 {
-            return 0;
-        }
-        libc::CPU_COUNT(&set).max(0) as usize
-    }
+/// CPUs this process may use (0 if unknown): its affinity mask, lowered to
+/// its cgroup's CPU quota where one is set (a container's `--cpus`, a
+/// batch system's limit), as `std::thread::available_parallelism` reads
+/// them.
+pub fn usable_cpus() -> usize {
+    std::thread::available_parallelism().map_or(0, |n| n.get())
 }
 
 /// The host as this process sees it: `get` looks up environment variables.
@@ -200,10 +196,18 @@ mod tests {
     }
 
     #[test]
-    fn the_affinity_mask_is_read() {
-        let n = affinity_cpus();
-        assert!(n >= 1, "{n}");
-        assert!(n <= std::thread::available_parallelism().map_or(1024, |p| p.get().max(n)));
+    fn usable_cpus_are_within_the_affinity_mask() {
+        // SAFETY: `set` is a local cpu_set_t of the size passed.
+        let mask = unsafe {
+            let mut set: libc::cpu_set_t = std::mem::zeroed();
+            assert_eq!(
+                libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set),
+                0
+            );
+            libc::CPU_COUNT(&set) as usize
+        };
+        let n = usable_cpus();
+        assert!((1..=mask).contains(&n), "{n} usable, {mask} in the mask");
     }
 
     #[test]

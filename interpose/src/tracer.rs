@@ -183,7 +183,7 @@ fn init() -> Tracer {
         },
     );
     let cwd = std::env::current_dir().unwrap_or_default();
-    let host = crate::placement::host(crate::placement::affinity_cpus(), |k| std::env::var(k).ok());
+    let host = crate::placement::host(crate::placement::usable_cpus(), |k| std::env::var(k).ok());
     let placement =
         crate::placement::resolve(config.collector, &host, config.unwind != UnwindMode::None);
     let descendant = AtomicBool::new(crate::output::parent_is_traced());

@@ -5,13 +5,16 @@
 #include <stdlib.h>
 #include "proc_status.h"
 
+/* Through a volatile pointer, so the compiler keeps every malloc/free. */
+static char *volatile sink;
+
 int main(void) {
     long sum = 0;
     for (int i = 0; i < 1000; i++) {
-        char *p = malloc(64 + i);
-        p[0] = (char)i;
-        sum += p[0];
-        free(p);
+        sink = malloc(64 + i);
+        sink[0] = (char)i;
+        sum += sink[0];
+        free(sink);
     }
     printf("threads=%ld sum=%ld\n", status_kib("Threads"), sum);
     return 0;

@@ -164,3 +164,84 @@ fn auto_placement_starts_the_thread_only_with_a_spare_cpu() {
         assert_eq!(t, &first.1, "{name} vs {}", first.0);
     }
 }
+
+/// A CPU cgroup with a quota of one CPU, made for the test (cgroup v1's
+/// `cpu` controller or cgroup v2's `cpu.max`); `None` where this machine
+/// does not let us make one.
+struct QuotaCgroup {
+    dir: std::path::PathBuf,
+    procs: &'static str,
+}
+
+impl QuotaCgroup {
+    fn one_cpu() -> Option<QuotaCgroup> {
+        let name = format!("wmhcct-test-quota-{}", std::process::id());
+        let v1 = std::path::Path::new("/sys/fs/cgroup/cpu");
+        let (dir, procs, limits): (_, _, &[(&str, &str)]) = if v1.join("cpu.cfs_quota_us").is_file()
+        {
+            (
+                v1.join(&name),
+                "tasks",
+                &[
+                    ("cpu.cfs_period_us", "100000"),
+                    ("cpu.cfs_quota_us", "100000"),
+                ],
+            )
+        } else {
+            let root = std::path::Path::new("/sys/fs/cgroup");
+            let _ = std::fs::write(root.join("cgroup.subtree_control"), "+cpu");
+            (
+                root.join(&name),
+                "cgroup.procs",
+                &[("cpu.max", "100000 100000")],
+            )
+        };
+        std::fs::create_dir(&dir).ok()?;
+        let cg = QuotaCgroup { dir, procs };
+        for (file, value) in limits {
+            std::fs::write(cg.dir.join(file), value).ok()?;
+        }
+        Some(cg)
+    }
+}
+
+impl Drop for QuotaCgroup {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir(&self.dir);
+    }
+}
+
+/// `auto` counts a cgroup's CPU quota, not only the affinity mask: a
+/// process on two CPUs limited to one CPU's time records inline.
+#[test]
+fn auto_placement_respects_a_cgroup_cpu_quota() {
+    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+    if cpus < 2 {
+        eprintln!("one CPU here: nothing for a quota to take away");
+        return;
+    }
+    let Some(cg) = QuotaCgroup::one_cpu() else {
+        eprintln!("no CPU cgroup can be made here: not run");
+        return;
+    };
+    let w = WorkDir::new("collector-quota");
+    let exe = compile("threads_seen.c", &w.path, Opt::Release, &[]);
+    let h5 = w.join("quota.h5");
+    let script = format!("echo $$ > {}/{} && exec \"$0\"", cg.dir.display(), cg.procs);
+    let out = run_traced(
+        "sh",
+        &["-c", script.as_str(), &exe.to_string_lossy()],
+        &w.path,
+        &h5,
+        &[],
+    );
+    assert_eq!(out.code, 0, "{}", out.describe());
+    assert_clean_stderr(&out, &h5);
+    assert!(
+        out.stdout.contains("threads=1 "),
+        "auto under a one-CPU quota: inline\n{}",
+        out.describe()
+    );
+    let r = report_json(&h5);
+    assert!(r["totals"]["malloc"]["count"].as_u64().unwrap_or(0) >= 1000);
+}
