@@ -15,7 +15,7 @@
 use std::collections::HashMap;
 
 use crate::job_series::{self, Limits};
-use crate::merge::merge_trees_mapped;
+use crate::merge::merge_trees_owned;
 
 use wmhcct_format::{
     FrameKey, HeapStats, JobSeries, KindTotal, Module, Node, NodeSpread, Profile, Spread, Tree,
@@ -242,11 +242,11 @@ pub fn merge(a: Profile, b: Profile, capacity: usize) -> Profile {
         remap_modules(&mut bt, &remap);
         match out.trees.iter_mut().find(|t| t.name == bt.name) {
             Some(at) => {
-                let m = merge_trees_mapped(at, &bt, capacity);
+                let m = merge_trees_owned(std::mem::take(at), bt, capacity);
                 *at = m.tree;
                 evicted.0 += m.evicted.0;
                 evicted.1 += m.evicted.1;
-                if first.as_deref() == Some(bt.name.as_str()) {
+                if first.as_deref() == Some(at.name.as_str()) {
                     let [ra, rb] = m.rows;
                     rows_a = rows_a.map(|prev| compose(&prev, &ra));
                     rows_b = Some(rb);

@@ -107,15 +107,22 @@ pub struct Merged {
 }
 
 /// As [`merge_trees`], also returning the (live, at-peak) bytes of the
-/// contexts dropped by the capacity limit.
+/// contexts dropped by the capacity limit and the row maps.
 pub fn merge_trees_mapped(a: &Tree, b: &Tree, capacity: usize) -> Merged {
-    let fl = [floors(a), floors(b)];
+    merge_trees_owned(a.clone(), b.clone(), capacity)
+}
+
+/// [`merge_trees_mapped`] of trees the caller gives up: they are dropped
+/// once their nodes are accumulated, before the merged tree is built, so
+/// inputs and output are never in memory together (the job merge's peak).
+pub fn merge_trees_owned(a: Tree, b: Tree, capacity: usize) -> Merged {
+    let fl = [floors(&a), floors(&b)];
     let mut keys: Vec<(u32, FrameKey)> = vec![(NO_PARENT, FrameKey::Root)];
     let mut acc: Vec<Acc> = vec![Acc::default()];
     let mut lookup: HashMap<(u32, FrameKey), u32> = HashMap::new();
     // Per input, the key id of each row (u32::MAX: malformed, skipped).
     let mut maps: [Vec<u32>; 2] = [Vec::new(), Vec::new()];
-    for (side, t) in [a, b].into_iter().enumerate() {
+    for (side, t) in [&a, &b].into_iter().enumerate() {
         let map = &mut maps[side];
         *map = vec![u32::MAX; t.nodes.len()];
         if let Some(m) = map.first_mut() {
@@ -149,6 +156,14 @@ pub fn merge_trees_mapped(a: &Tree, b: &Tree, capacity: usize) -> Merged {
             }
         }
     }
+    // What the output needs of the inputs; then let them go.
+    let with_spread = !a.spread.is_empty() || !b.spread.is_empty();
+    let name = a.name.clone();
+    let totals = (
+        a.total_count.saturating_add(b.total_count),
+        a.total_bytes.saturating_add(b.total_bytes),
+    );
+    drop((a, b, lookup));
     let contexts: Vec<usize> = (0..keys.len())
         .filter(|&i| matches!(keys[i].1, FrameKey::Kind(_)))
         .collect();
@@ -207,7 +222,6 @@ pub fn merge_trees_mapped(a: &Tree, b: &Tree, capacity: usize) -> Merged {
     let mut new_id = vec![NO_PARENT; keys.len()];
     let mut nodes = Vec::new();
     let mut spread = Vec::new();
-    let with_spread = !a.spread.is_empty() || !b.spread.is_empty();
     for id in 0..keys.len() {
         if !keep[id] {
             continue;
@@ -233,9 +247,9 @@ pub fn merge_trees_mapped(a: &Tree, b: &Tree, capacity: usize) -> Merged {
         }
     }
     let tree = Tree {
-        name: a.name.clone(),
-        total_count: a.total_count.saturating_add(b.total_count),
-        total_bytes: a.total_bytes.saturating_add(b.total_bytes),
+        name,
+        total_count: totals.0,
+        total_bytes: totals.1,
         capacity: u32::try_from(capacity).unwrap_or(u32::MAX),
         nodes,
         spread,

@@ -8,6 +8,7 @@
 use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering;
 
+use wmhcct_collector::{Collector, SeriesConfig};
 use wmhcct_format::{FrameKey, KindTotal, Meta, Profile, TracerStats, ALLOC_KINDS, MPI_KINDS};
 
 use crate::guard::Guard;
@@ -202,7 +203,6 @@ pub fn take(g: &Guard, t: &Tracer, reason: &str) -> Option<Profile> {
     // With a collector thread: everything handed to it, and the recording
     // threads' statistics, are in the core now.
     tracer::settle(&mut ordered);
-    let core = &*ordered;
     // Only here, under the core lock, does tracing finish: mark this thread
     // as the report's writer first, so a SIGTERM never sees the report
     // taken but not yet written (it waits for the writer, `signals`).
@@ -211,7 +211,33 @@ pub fn take(g: &Guard, t: &Tracer, reason: &str) -> Option<Profile> {
     if !tracer::finish() {
         return None;
     }
-    Some(build(t, core, reason))
+    let profile = build(t, &ordered, reason);
+    release_tables(t, &mut ordered);
+    drop(ordered);
+    tracer::drop_thread_modules(g, t);
+    Some(profile)
+}
+
+/// Once the profile is taken nothing more is recorded (later events pass
+/// through untraced): give back the collectors' tables and the copied
+/// unwind tables before the report is encoded, merged across ranks and
+/// converted, so they do not add to the process's peak. An event already
+/// past the tracer's state check, or a thread exiting, meets empty
+/// collectors, whose new identity makes every old cursor invalid there.
+fn release_tables(t: &Tracer, core: &mut Core) {
+    let empty = |c: &Collector| {
+        Collector::with_series(
+            *c.config(),
+            SeriesConfig {
+                bins: 0,
+                event_samples: 0,
+            },
+        )
+    };
+    core.collector = empty(&core.collector);
+    core.mpi = empty(&core.mpi);
+    *t.modules.lock() = std::sync::Arc::new(wmhcct_unwinder::Modules::new());
+    t.modules_gen.fetch_add(1, Ordering::Release);
 }
 
 /// Take the report of a process that is not (or no longer) part of an MPI

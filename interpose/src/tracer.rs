@@ -667,6 +667,12 @@ pub fn thread_exit(mut ts: Box<ThreadState>) {
     }
 }
 
+/// Let go of the calling thread's reference to the module table (after the
+/// report was taken: nothing is unwound any more).
+pub fn drop_thread_modules(g: &Guard, t: &Tracer) {
+    thread_state(g, t).modules = None;
+}
+
 /// Flush the calling thread's statistics (before taking the report).
 pub fn flush_current_thread(g: &Guard, t: &Tracer) {
     let d = thread_state(g, t).take_stats_delta();

@@ -41,6 +41,7 @@ pub fn reduce(
             .process_at_rank(child as i32)
             .receive_vec_with_tag::<u8>(TAG);
         let part = decode(&bytes)?;
+        drop(bytes);
         acc = job::merge(acc, part, capacity);
     }
     match parent {
