@@ -6,7 +6,7 @@ use std::ffi::{c_int, c_void, CStr};
 use std::ops::Range;
 
 use wmhcct_format::Module;
-use wmhcct_unwinder::ModuleData;
+use wmhcct_unwinder::{ModuleData, Section};
 
 /// One loaded object as seen in memory.
 pub struct Loaded {
@@ -38,7 +38,21 @@ pub fn generation() -> (u64, u64) {
 
 /// Every object currently loaded.
 pub fn scan() -> Vec<Loaded> {
-    let mut out: Vec<Loaded> = Vec::new();
+    scan_reusing(&[])
+}
+
+/// Every object currently loaded; an object found in `previous` (the last
+/// scan) at the same place with the same unwind tables shares that scan's
+/// copies instead of being copied again.
+pub fn scan_reusing(previous: &[ModuleData]) -> Vec<Loaded> {
+    struct Scan<'a> {
+        previous: &'a [ModuleData],
+        out: Vec<Loaded>,
+    }
+    let mut scan = Scan {
+        previous,
+        out: Vec::new(),
+    };
     unsafe extern "C" fn each(
         info: *mut libc::dl_phdr_info,
         _size: usize,
@@ -47,23 +61,44 @@ pub fn scan() -> Vec<Loaded> {
         // SAFETY: dl_iterate_phdr passes a valid info (with phdrs of a loaded
         // object, mapped while the callback runs) and our `data` pointer.
         unsafe {
-            let out = &mut *(data as *mut Vec<Loaded>);
-            if let Some(m) = read_object(&*info) {
-                out.push(m);
+            let scan = &mut *(data as *mut Scan<'_>);
+            if let Some(m) = read_object(&*info, scan.previous) {
+                scan.out.push(m);
             }
         }
         0
     }
     // SAFETY: the callback only reads memory of the objects it is handed.
     unsafe {
-        libc::dl_iterate_phdr(Some(each), (&mut out as *mut Vec<Loaded>).cast());
+        libc::dl_iterate_phdr(Some(each), (&mut scan as *mut Scan<'_>).cast());
     }
-    out
+    scan.out
+}
+
+/// The copies of `previous` for an object at `bias` named `name` whose
+/// `.eh_frame_hdr` (at `hdr_avma`) holds `hdr` and whose `.eh_frame` is
+/// `frame_len` bytes at `frame_avma`: the header compared byte for byte.
+fn reusable(
+    previous: &[ModuleData],
+    name: &str,
+    bias: u64,
+    (hdr_avma, hdr): (u64, &[u8]),
+    (frame_avma, frame_len): (u64, usize),
+) -> Option<(Section, Section)> {
+    previous.iter().find_map(|p| {
+        let (ha, h) = p.eh_frame_hdr.as_ref()?;
+        let (fa, f) = p.eh_frame.as_ref()?;
+        (p.name == name
+            && p.base_avma == bias
+            && (*ha, *fa, f.len()) == (hdr_avma, frame_avma, frame_len)
+            && h[..] == hdr[..])
+            .then(|| (h.clone(), f.clone()))
+    })
 }
 
 /// # Safety
 /// `info` must describe an object that stays mapped during the call.
-unsafe fn read_object(info: &libc::dl_phdr_info) -> Option<Loaded> {
+unsafe fn read_object(info: &libc::dl_phdr_info, previous: &[ModuleData]) -> Option<Loaded> {
     let bias = info.dlpi_addr;
     // SAFETY: dlpi_phdr points at dlpi_phnum program headers.
     let phdrs = unsafe { std::slice::from_raw_parts(info.dlpi_phdr, info.dlpi_phnum as usize) };
@@ -121,11 +156,25 @@ unsafe fn read_object(info: &libc::dl_phdr_info) -> Option<Loaded> {
                 let avail = (seg.end - frame_avma) as usize;
                 // SAFETY: [frame_avma, seg.end) is inside a mapped PT_LOAD.
                 let region = unsafe { std::slice::from_raw_parts(frame_avma as *const u8, avail) };
-                let len = eh_frame_len(region);
-                eh_frame = Some((frame_avma, region[..len].to_vec()));
+                let frame = &region[..eh_frame_len(region)];
+                let known = reusable(
+                    previous,
+                    &path,
+                    bias,
+                    (hdr_avma, hdr_bytes),
+                    (frame_avma, frame.len()),
+                );
+                if let Some((h, f)) = known {
+                    eh_frame_hdr = Some((hdr_avma, h));
+                    eh_frame = Some((frame_avma, f));
+                } else {
+                    eh_frame = Some((frame_avma, Section::from(frame)));
+                }
             }
         }
-        eh_frame_hdr = Some((hdr_avma, hdr_bytes.to_vec()));
+        if eh_frame_hdr.is_none() {
+            eh_frame_hdr = Some((hdr_avma, Section::from(hdr_bytes)));
+        }
     }
     Some(Loaded {
         record: Module {
@@ -239,6 +288,38 @@ mod tests {
             .find(|m| m.record.path.contains("libc.so"))
             .expect("libc");
         assert!(!libc_mod.record.build_id.is_empty());
+    }
+
+    #[test]
+    fn a_second_scan_shares_the_first_ones_copies() {
+        let first = scan();
+        let previous: Vec<ModuleData> = first.iter().map(|m| m.unwind.clone()).collect();
+        let second = scan_reusing(&previous);
+        assert_eq!(first.len(), second.len());
+        let mut shared = 0;
+        for (a, b) in first.iter().zip(&second) {
+            assert_eq!(a.record, b.record);
+            match (&a.unwind.eh_frame, &b.unwind.eh_frame) {
+                (Some((fa, a)), Some((fb, b))) => {
+                    assert_eq!((fa, &a[..]), (fb, &b[..]));
+                    assert!(Section::ptr_eq(a, b), "{:?}", first[0].record);
+                    shared += 1;
+                }
+                (x, y) => assert_eq!(x.is_none(), y.is_none()),
+            }
+        }
+        assert!(shared >= 2, "{shared}");
+        // Another object's tables are never taken for this one's.
+        let mut moved = previous.clone();
+        for m in &mut moved {
+            m.base_avma ^= 0x1000;
+        }
+        for (a, b) in first.iter().zip(&scan_reusing(&moved)) {
+            if let (Some((_, a)), Some((_, b))) = (&a.unwind.eh_frame, &b.unwind.eh_frame) {
+                assert!(!Section::ptr_eq(a, b));
+                assert_eq!(&a[..], &b[..]);
+            }
+        }
     }
 
     #[test]

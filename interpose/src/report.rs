@@ -237,6 +237,7 @@ fn release_tables(t: &Tracer, core: &mut Core) {
     core.collector = empty(&core.collector);
     core.mpi = empty(&core.mpi);
     *t.modules.lock() = std::sync::Arc::new(wmhcct_unwinder::Modules::new());
+    *t.scanned.lock() = Vec::new();
     t.modules_gen.fetch_add(1, Ordering::Release);
 }
 

@@ -10,7 +10,7 @@ use std::sync::Arc;
 
 use wmhcct_collector::{Collector, CollectorConfig, SeriesConfig};
 use wmhcct_format::{AllocKind, ALLOC_KINDS, MPI_KINDS};
-use wmhcct_unwinder::{Modules, Regs, Stop, UnwindStats};
+use wmhcct_unwinder::{ModuleData, Modules, Regs, Stop, UnwindStats};
 
 use wmhcct_collector::packet::Event;
 
@@ -52,6 +52,9 @@ pub struct Tracer {
     pub modules: SpinMutex<Arc<Modules>>,
     /// Bumped (under the lock) after every replacement of `modules`.
     pub modules_gen: AtomicU64,
+    /// The objects of the latest scan, whose unwind-table copies the next
+    /// scan reuses for the objects still loaded.
+    pub scanned: SpinMutex<Vec<ModuleData>>,
     /// Our own code: leaf frames there are the tracer's, not the program's.
     pub self_text: Range<u64>,
     pub start_mono_ns: u64,
@@ -166,8 +169,10 @@ fn init() -> Tracer {
         .unwrap_or(0..0);
     let mut unwind_modules = Modules::new();
     let mut records = Vec::new();
+    let mut scanned = Vec::new();
     for m in loaded {
         records.push(m.record);
+        scanned.push(m.unwind.clone());
         unwind_modules.add(m.unwind);
     }
     let collector = Collector::with_series(
@@ -205,6 +210,7 @@ fn init() -> Tracer {
         packets: (placement == CollectorPlacement::Thread).then(Packets::new),
         modules: SpinMutex::new(Arc::new(unwind_modules)),
         modules_gen: AtomicU64::new(0),
+        scanned: SpinMutex::new(scanned),
         self_text,
         start_mono_ns: now_mono_ns(),
         start_unix_ns: now_unix_ns(),
@@ -223,13 +229,19 @@ pub fn refresh_modules(t: &Tracer) -> bool {
     if t.core.lock().generation == gen {
         return false;
     }
-    let loaded = crate::guard::hidden(modules::scan);
+    // Not held while scanning (the loader's lock, see above).
+    let previous = t.scanned.lock().clone();
+    let loaded = crate::guard::hidden(|| modules::scan_reusing(&previous));
+    drop(previous);
     let mut table = Modules::new();
     let mut fresh = Vec::new();
+    let mut scanned = Vec::new();
     for m in loaded {
         fresh.push(m.record);
+        scanned.push(m.unwind.clone());
         table.add(m.unwind);
     }
+    *t.scanned.lock() = scanned;
     {
         let mut m = t.modules.lock();
         *m = Arc::new(table);

@@ -923,8 +923,8 @@ mod tests {
                 name: "garbage".into(),
                 base_avma: 0x20_0000,
                 text: 0x20_0000..0x30_0000,
-                eh_frame_hdr: Some((0x31_0000, hdr)),
-                eh_frame: Some((0x30_0000, garbage)),
+                eh_frame_hdr: Some((0x31_0000, hdr.into())),
+                eh_frame: Some((0x30_0000, garbage.into())),
             });
             m
         }

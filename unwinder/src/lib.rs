@@ -59,6 +59,6 @@ pub use capture::{StepKind, ThreadUnwinder};
 pub use frame::{Frame, Regs};
 pub use heuristic::HeuristicConfig;
 pub use mode::{Mode, ParseModeError};
-pub use modules::{ModuleData, Modules};
+pub use modules::{ModuleData, Modules, Section};
 pub use stats::{Capture, UnwindStats};
 pub use step::{ReadStack, StepError, Stop};

@@ -6,7 +6,12 @@ use framehop::x86_64::UnwinderX86_64;
 use framehop::{ExplicitModuleSectionInfo, Module, MustNotAllocateDuringUnwind, Unwinder};
 
 /// The framehop unwinder type used for every DWARF step.
-pub(crate) type DwarfUnwinder = UnwinderX86_64<Vec<u8>, MustNotAllocateDuringUnwind>;
+pub(crate) type DwarfUnwinder = UnwinderX86_64<Section, MustNotAllocateDuringUnwind>;
+
+/// A copied unwind section. Shared, so that module tables built again as
+/// objects come and go (MPI loads its plugins one by one) reuse the copies
+/// of the objects still loaded instead of copying every table again.
+pub type Section = std::sync::Arc<[u8]>;
 
 /// What the interposer hands in for one loaded object.
 ///
@@ -20,9 +25,9 @@ pub struct ModuleData {
     /// Runtime range covering the executable segments.
     pub text: Range<u64>,
     /// `.eh_frame_hdr`: runtime address and contents.
-    pub eh_frame_hdr: Option<(u64, Vec<u8>)>,
+    pub eh_frame_hdr: Option<(u64, Section)>,
     /// `.eh_frame`: runtime address and contents.
-    pub eh_frame: Option<(u64, Vec<u8>)>,
+    pub eh_frame: Option<(u64, Section)>,
 }
 
 #[derive(Clone, Debug)]
@@ -83,7 +88,7 @@ impl Modules {
             return;
         }
 
-        let mut info = ExplicitModuleSectionInfo::<Vec<u8>> {
+        let mut info = ExplicitModuleSectionInfo::<Section> {
             base_svma: 0,
             text_svma: svma_range(text.start, 0, base_avma)
                 .and_then(|s| Some(s.start..text.end.checked_sub(base_avma)?)),
@@ -239,15 +244,15 @@ mod tests {
             name: "garbage".into(),
             base_avma: 0x9000,
             text: 0x1000..0x2000, // below the bias
-            eh_frame_hdr: Some((0x100, vec![0xff; 13])),
-            eh_frame: Some((u64::MAX, vec![1, 2, 3, 4, 5, 6, 7])),
+            eh_frame_hdr: Some((0x100, vec![0xff; 13].into())),
+            eh_frame: Some((u64::MAX, vec![1, 2, 3, 4, 5, 6, 7].into())),
         });
         m.add(ModuleData {
             name: "garbage2".into(),
             base_avma: 0,
             text: 0x8000..0x9000,
-            eh_frame_hdr: Some((0x100, vec![0xff; 13])),
-            eh_frame: Some((0x200, vec![0x10, 0, 0, 0, 0, 0, 0, 0, 9, 9])),
+            eh_frame_hdr: Some((0x100, vec![0xff; 13].into())),
+            eh_frame: Some((0x200, vec![0x10, 0, 0, 0, 0, 0, 0, 0, 9, 9].into())),
         });
         assert_eq!(m.len(), 2);
     }

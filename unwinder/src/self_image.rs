@@ -90,7 +90,7 @@ pub(crate) fn this_executable() -> ModuleData {
         name: "self".into(),
         base_avma: base,
         text: base + text.start..base + text.end,
-        eh_frame_hdr: Some((base + hdr.addr, hdr.data)),
-        eh_frame: Some((base + eh.addr, eh.data)),
+        eh_frame_hdr: Some((base + hdr.addr, hdr.data.into())),
+        eh_frame: Some((base + eh.addr, eh.data.into())),
     }
 }

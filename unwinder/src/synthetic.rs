@@ -183,8 +183,10 @@ impl CfiModule {
             name: "cfi".into(),
             base_avma: CFI_BASE,
             text: CFI_BASE + 0x1000..CFI_BASE + 0x2000,
-            eh_frame_hdr: self.with_hdr.then_some((CFI_BASE + EH_FRAME_HDR_SVMA, hdr)),
-            eh_frame: Some((CFI_BASE + EH_FRAME_SVMA, eh_frame)),
+            eh_frame_hdr: self
+                .with_hdr
+                .then_some((CFI_BASE + EH_FRAME_HDR_SVMA, hdr.into())),
+            eh_frame: Some((CFI_BASE + EH_FRAME_SVMA, eh_frame.into())),
         }
     }
 

@@ -148,7 +148,7 @@ fn modules() -> Modules {
         base_avma: BASE,
         text: BASE + 0x1000..BASE + 0x2000,
         eh_frame_hdr: None,
-        eh_frame: Some((BASE + 0x3000, eh_frame())),
+        eh_frame: Some((BASE + 0x3000, eh_frame().into())),
     });
     m
 }
