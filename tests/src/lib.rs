@@ -552,3 +552,33 @@ pub fn child_reports(dir: &Path, stem: &str) -> Vec<PathBuf> {
     v.sort();
     v
 }
+
+/// `benches/<script> --quick`, run in `dir` with this build's library and
+/// binary and `env`, within `timeout`; it must exit 0.
+pub fn run_quick_bench(
+    script: &str,
+    dir: &Path,
+    env: &[(&str, &OsStr)],
+    timeout: Duration,
+) -> Output {
+    let script = root().join("benches").join(script);
+    let mut cmd = command(PYTHON, &[script.as_os_str(), "--quick".as_ref()], dir);
+    cmd.env("WMHCCT_LIB", lib()).env("WMHCCT_BIN", bin());
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    let out = run_cmd(&mut cmd, timeout);
+    assert_eq!(out.code, 0, "{}", out.describe());
+    out
+}
+
+/// Every one of `needles` is in the program's standard output.
+pub fn assert_stdout_has(out: &Output, needles: &[&str]) {
+    for needle in needles {
+        assert!(
+            out.stdout.contains(needle),
+            "no {needle:?} in the output:\n{}",
+            out.describe()
+        );
+    }
+}

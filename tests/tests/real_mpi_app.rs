@@ -12,25 +12,25 @@ use wmhcct_e2e::*;
 #[test]
 fn lammps_on_two_ranks_runs_unchanged_and_gives_one_job_report() {
     let dir = WorkDir::new("real-mpi-app");
-    let script = root().join("benches/real_mpi.py");
-    let mut cmd = command(PYTHON, &[script.as_os_str(), "--quick".as_ref()], &dir.path);
-    cmd.env("WMHCCT_LIB", lib()).env("WMHCCT_BIN", bin());
-    cmd.env("OMPI_ALLOW_RUN_AS_ROOT", "1")
-        .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1");
-    let out = run_cmd(&mut cmd, Duration::from_secs(600));
-    assert_eq!(out.code, 0, "{}", out.describe());
-    for needle in [
-        "## Real MPI application: LAMMPS",
-        "| native |",
-        "| wmhcct |",
-        "Thermodynamic output identical to the native run in every traced run.",
-    ] {
-        assert!(
-            out.stdout.contains(needle),
-            "no {needle:?} in the output:\n{}",
-            out.describe()
-        );
-    }
+    let yes = std::ffi::OsStr::new("1");
+    let out = run_quick_bench(
+        "real_mpi.py",
+        &dir.path,
+        &[
+            ("OMPI_ALLOW_RUN_AS_ROOT", yes),
+            ("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", yes),
+        ],
+        Duration::from_secs(600),
+    );
+    assert_stdout_has(
+        &out,
+        &[
+            "## Real MPI application: LAMMPS",
+            "| native |",
+            "| wmhcct |",
+            "Thermodynamic output identical to the native run in every traced run.",
+        ],
+    );
     // The job made allocator calls, and the report counted them.
     let calls: u64 = out
         .stdout
