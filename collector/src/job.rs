@@ -285,6 +285,8 @@ fn compose(first: &[u32], then: &[u32]) -> Vec<u32> {
         .collect()
 }
 
+/// Merge the parts' series, with sample contexts moved to the merged tree
+/// through each part's row map (`None`: the part's samples lose theirs).
 fn merge_series(
     a: Option<JobSeries>,
     b: Option<JobSeries>,
