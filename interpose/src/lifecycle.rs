@@ -62,8 +62,13 @@ pub fn after_init() {
     }
     crate::reserve::map_emergency();
     crate::signals::install();
-    if let Some(p) = tracer::running().and_then(|t| t.packets.as_ref()) {
-        crate::packets::start(p);
+    if let Some(t) = tracer::running() {
+        if let Some(p) = t.packets.as_ref() {
+            // Only a placement the user asked for is worth a message when
+            // the thread cannot start; `auto` just stays inline.
+            let asked = t.config.collector == crate::config::CollectorPlacement::Thread;
+            crate::packets::start(p, asked);
+        }
     }
 }
 

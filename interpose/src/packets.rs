@@ -367,11 +367,11 @@ extern "C" fn collector_main(_: *mut libc::c_void) -> *mut libc::c_void {
     std::ptr::null_mut()
 }
 
-/// Start the collector thread and route events to it; on failure, say so
-/// and stay inline. Signals are blocked in the new thread (it inherits the
+/// Start the collector thread and route events to it; on failure stay
+/// inline, and say so if the user asked for the thread (`tell`). Signals are blocked in the new thread (it inherits the
 /// mask in force at its creation), so the program's signals never land
 /// there.
-pub fn start(p: &Packets) {
+pub fn start(p: &Packets, tell: bool) {
     // SAFETY: sigset and pthread calls on locals; the thread function has
     // the required signature and takes no argument.
     let ok = unsafe {
@@ -394,7 +394,7 @@ pub fn start(p: &Packets) {
     };
     if ok {
         p.set_active(true);
-    } else {
+    } else if tell {
         crate::diag::message(&[
             "WMHCCT_COLLECTOR=thread: could not start the collector thread; recording inline",
         ]);

@@ -1,4 +1,5 @@
-/* Allocates, then prints how many threads the process has ("threads=N"):
+/* Allocates, then prints how many threads the process has ("threads=N")
+ * and its peak address space ("vmpeak_kib=N"):
  * with WMHCCT_COLLECTOR=auto the tracer's collector thread is there only
  * when the process has a spare CPU (tests/tests/collector_thread.rs). */
 #include <stdio.h>
@@ -16,6 +17,7 @@ int main(void) {
         sum += sink[0];
         free(sink);
     }
-    printf("threads=%ld sum=%ld\n", status_kib("Threads"), sum);
+    printf("threads=%ld vmpeak_kib=%ld sum=%ld\n", status_kib("Threads"),
+           status_kib("VmPeak"), sum);
     return 0;
 }

@@ -245,3 +245,64 @@ fn auto_placement_respects_a_cgroup_cpu_quota() {
     let r = report_json(&h5);
     assert!(r["totals"]["malloc"]["count"].as_u64().unwrap_or(0) >= 1000);
 }
+
+/// The value of `key=` in `threads_seen`'s output line.
+fn seen(out: &Output, key: &str) -> u64 {
+    out.stdout
+        .split_whitespace()
+        .find_map(|t| t.strip_prefix(key)?.strip_prefix('='))
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no {key}= in {:?}", out.stdout))
+}
+
+/// A collector thread that cannot start (no address space left for its
+/// stack) leaves the process recording inline: with `WMHCCT_COLLECTOR=thread`
+/// the tracer says so in one line, with `auto` it says nothing; either way
+/// the program runs as usual and the report counts every call.
+#[test]
+fn a_collector_thread_that_cannot_start_leaves_recording_inline() {
+    let w = WorkDir::new("collector-nostart");
+    let exe = compile("threads_seen.c", &w.path, Opt::Release, &[]);
+    let exe = exe.to_string_lossy().into_owned();
+    let inline_h5 = w.join("inline.h5");
+    let inline = run_traced(
+        &exe,
+        &[] as &[&str],
+        &w.path,
+        &inline_h5,
+        &[("WMHCCT_COLLECTOR", "inline")],
+    );
+    assert_eq!(inline.code, 0, "{}", inline.describe());
+    // Room for the ring (1 MiB, made before the thread) but not for the
+    // thread's 8 MiB stack.
+    let limit = (seen(&inline, "vmpeak_kib") + 4 * 1024) * 1024;
+    let limit_arg = format!("--as={limit}");
+    let expected = alloc_totals(&report_json(&inline_h5));
+    for placement in ["thread", "auto"] {
+        let h5 = w.join(format!("{placement}.h5"));
+        let out = run_traced(
+            "prlimit",
+            &[limit_arg.as_str(), "--", exe.as_str()],
+            &w.path,
+            &h5,
+            &[("WMHCCT_COLLECTOR", placement)],
+        );
+        assert_eq!(out.code, 0, "{placement}: {}", out.describe());
+        assert_eq!(seen(&out, "threads"), 1, "{placement}: {}", out.describe());
+        let told: Vec<&str> = tracer_lines(&out.stderr)
+            .into_iter()
+            .filter(|l| l.contains("could not start the collector thread"))
+            .collect();
+        assert_eq!(
+            told.len(),
+            usize::from(placement == "thread"),
+            "{placement}: {}",
+            out.stderr
+        );
+        assert_eq!(
+            without_closing_line(&out.stderr, &h5).lines().count(),
+            told.len()
+        );
+        assert_eq!(alloc_totals(&report_json(&h5)), expected, "{placement}");
+    }
+}
