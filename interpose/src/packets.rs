@@ -368,9 +368,9 @@ extern "C" fn collector_main(_: *mut libc::c_void) -> *mut libc::c_void {
 }
 
 /// Start the collector thread and route events to it; on failure stay
-/// inline, and say so if the user asked for the thread (`tell`). Signals are blocked in the new thread (it inherits the
-/// mask in force at its creation), so the program's signals never land
-/// there.
+/// inline, and say so if the user asked for the thread (`tell`). Signals
+/// are blocked in the new thread (it inherits the mask in force at its
+/// creation), so the program's signals never land there.
 pub fn start(p: &Packets, tell: bool) {
     // SAFETY: sigset and pthread calls on locals; the thread function has
     // the required signature and takes no argument.

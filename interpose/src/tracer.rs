@@ -167,14 +167,7 @@ fn init() -> Tracer {
         .find(|m| m.unwind.text.contains(&here))
         .map(|m| m.unwind.text.clone())
         .unwrap_or(0..0);
-    let mut unwind_modules = Modules::new();
-    let mut records = Vec::new();
-    let mut scanned = Vec::new();
-    for m in loaded {
-        records.push(m.record);
-        scanned.push(m.unwind.clone());
-        unwind_modules.add(m.unwind);
-    }
+    let (unwind_modules, records, scanned) = split_scan(loaded);
     let collector = Collector::with_series(
         CollectorConfig {
             phi: config.phi,
@@ -221,6 +214,22 @@ fn init() -> Tracer {
     }
 }
 
+/// A scan as the unwinder's module table, the report's module records and
+/// the objects the next scan may reuse copies of.
+fn split_scan(
+    loaded: Vec<modules::Loaded>,
+) -> (Modules, Vec<wmhcct_format::Module>, Vec<ModuleData>) {
+    let mut table = Modules::new();
+    let mut records = Vec::with_capacity(loaded.len());
+    let mut scanned = Vec::with_capacity(loaded.len());
+    for m in loaded {
+        records.push(m.record);
+        scanned.push(m.unwind.clone());
+        table.add(m.unwind);
+    }
+    (table, records, scanned)
+}
+
 /// Re-read the loaded objects if the loader's generation changed.
 /// Never called with `modules` or `core` locked: `dl_iterate_phdr` takes the
 /// loader's lock, and a thread holding that lock may be waiting for ours.
@@ -233,14 +242,7 @@ pub fn refresh_modules(t: &Tracer) -> bool {
     let previous = t.scanned.lock().clone();
     let loaded = crate::guard::hidden(|| modules::scan_reusing(&previous));
     drop(previous);
-    let mut table = Modules::new();
-    let mut fresh = Vec::new();
-    let mut scanned = Vec::new();
-    for m in loaded {
-        fresh.push(m.record);
-        scanned.push(m.unwind.clone());
-        table.add(m.unwind);
-    }
+    let (table, fresh, scanned) = split_scan(loaded);
     *t.scanned.lock() = scanned;
     {
         let mut m = t.modules.lock();

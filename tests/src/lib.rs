@@ -582,3 +582,11 @@ pub fn assert_stdout_has(out: &Output, needles: &[&str]) {
         );
     }
 }
+
+/// Write an executable shell script `name` with `body` in `dir`.
+pub fn write_script(dir: &Path, name: &str, body: &str) -> PathBuf {
+    let path = dir.join(name);
+    std::fs::write(&path, format!("#!/bin/sh\n{body}")).unwrap();
+    let _ = Command::new("chmod").arg("+x").arg(&path).status();
+    path
+}

@@ -279,20 +279,14 @@ fn a_collector_thread_that_cannot_start_leaves_recording_inline() {
     // more).
     let limit = (seen(&inline, "vmpeak_kib") + 6 * 1024) * 1024;
     let limit_arg = format!("--as={limit}:unlimited");
-    let converter = w.join("converter-unlimited");
-    std::fs::write(
-        &converter,
-        format!(
-            "#!/bin/sh\nulimit -S -v unlimited\nexec '{}' \"$@\"\n",
+    let converter = write_script(
+        &w.path,
+        "converter-unlimited",
+        &format!(
+            "ulimit -S -v unlimited\nexec '{}' \"$@\"\n",
             bin().display()
         ),
-    )
-    .unwrap();
-    std::process::Command::new("chmod")
-        .arg("+x")
-        .arg(&converter)
-        .status()
-        .unwrap();
+    );
     let expected = alloc_totals(&report_json(&inline_h5));
     for placement in ["thread", "auto"] {
         let h5 = w.join(format!("{placement}.h5"));

@@ -67,10 +67,11 @@ pub fn run_limited(
 /// A stand-in for `wmhcct` (for `WMHCCT_BIN`) in `dir`: a shell script that
 /// only exits with `code`, writing nothing.
 pub fn fake_converter(dir: &Path, code: i32) -> PathBuf {
-    let path = dir.join(format!("converter-exit-{code}"));
-    std::fs::write(&path, format!("#!/bin/sh\nexit {code}\n")).unwrap();
-    let _ = Command::new("chmod").arg("+x").arg(&path).status();
-    path
+    write_script(
+        dir,
+        &format!("converter-exit-{code}"),
+        &format!("exit {code}\n"),
+    )
 }
 
 /// Build `tests/programs/<src>` as a shared library `lib<stem>.so` in `dir`.
