@@ -9,6 +9,9 @@ PACKAGES=(
     build-essential g++ gfortran clang pkg-config
     libhdf5-dev hdf5-tools python3-h5py
     openmpi-bin libopenmpi-dev
+    # The MPICH family's MPI side (scripts/build.sh) and tests/tests/mpich.rs;
+    # Open MPI stays the default mpicc/mpirun (higher alternatives priority).
+    mpich libmpich-dev
     # Parallel HDF5 for tests/tests/mpi_hdf5.rs; coexists with libhdf5-dev
     # on Debian 12 (own paths, h5pcc; hdf5.pc is pinned back below).
     libhdf5-openmpi-dev

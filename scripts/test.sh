@@ -24,8 +24,8 @@ cargo fmt --all -- --check
 step "cargo clippy --workspace --all-targets -- -D warnings"
 cargo clippy --workspace --all-targets -- -D warnings
 
-step "cargo build --release"
-cargo build --release
+step "build (scripts/build.sh: cargo build --release, and the MPI side for MPICH)"
+bash scripts/build.sh
 
 step "slurm: bash -n on the batch script of every launcher (wmhcct slurm)"
 for launcher in mpirun srun mpiexec; do

@@ -13,6 +13,7 @@
 //! The reader rejects a foreign magic, another version, a truncated body or a
 //! count that disagrees with the decoded profile, with a typed error.
 
+pub mod mpi_abi;
 mod profile;
 mod series;
 

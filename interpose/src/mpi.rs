@@ -258,28 +258,6 @@ type SideReduce = unsafe extern "C" fn(*const u8, usize, u64, Sink, *mut c_void)
 
 static SIDE_REDUCE: AtomicUsize = AtomicUsize::new(0);
 
-/// `libwmhcct_mpi.so`, next to this library (or `WMHCCT_MPI_LIB`).
-fn side_library() -> Option<*mut c_void> {
-    let path = match std::env::var_os("WMHCCT_MPI_LIB") {
-        Some(p) => std::path::PathBuf::from(p),
-        None => crate::report::own_path()?
-            .parent()?
-            .join("libwmhcct_mpi.so"),
-    };
-    let c = std::ffi::CString::new(path.as_os_str().as_encoded_bytes()).ok()?;
-    // SAFETY: dlopen of our own MPI-side library, with a NUL-terminated path.
-    let h = unsafe { libc::dlopen(c.as_ptr(), libc::RTLD_NOW | libc::RTLD_LOCAL) };
-    if h.is_null() {
-        crate::diag::message(&[
-            "cannot load ",
-            &path.to_string_lossy(),
-            "; this job's ranks will leave per-rank profiles instead of one report",
-        ]);
-        return None;
-    }
-    Some(h)
-}
-
 /// After a successful PMPI_Init(_thread): learn rank and size, agree on the
 /// report path (rank 0's), and load the MPI side for the reduction.
 pub fn after_init() {
@@ -288,7 +266,9 @@ pub fn after_init() {
         return;
     };
     let _scope = MpiScope::enter();
-    let Some(h) = side_library() else { return };
+    let Some(h) = crate::mpi_side::load() else {
+        return;
+    };
     // SAFETY: dlsym on a handle we opened, NUL-terminated names.
     let (init, reduce) = unsafe {
         (

@@ -322,7 +322,7 @@ pub fn spill_bytes(t: &Tracer, bytes: &[u8]) {
         });
     match result {
         Ok(()) => crate::diag::message(&[
-            "profile of a rank that did not finish left in ",
+            "this process's profile left in ",
             &path.to_string_lossy(),
             "; merge with: wmhcct merge ",
             &dir.to_string_lossy(),

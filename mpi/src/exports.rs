@@ -7,6 +7,8 @@ use std::sync::Mutex;
 use mpi::topology::SimpleCommunicator;
 use mpi::traits::*;
 
+use wmhcct_format::mpi_abi::{self, MpiAbi};
+
 use crate::reduce;
 
 /// The tracer's private communicator (a duplicate of the world), so its
@@ -17,6 +19,30 @@ struct Private(SimpleCommunicator);
 unsafe impl Send for Private {}
 
 static COMM: Mutex<Option<Private>> = Mutex::new(None);
+
+/// The MPI family this library was built for, from the width of the
+/// `MPI_Comm` it was compiled against.
+const BUILT_FOR: MpiAbi = MpiAbi::from_handle_size(
+    std::mem::size_of::<mpi::ffi::MPI_Comm>(),
+    std::mem::size_of::<*const u8>(),
+);
+
+/// The family, in an ELF section of its own, which the tracer reads from
+/// the file before it loads the library (`wmhcct_format::mpi_abi`).
+#[used]
+#[link_section = ".wmhcct_mpi_abi"]
+static MARKER: [u8; mpi_abi::MARKER_LEN] = mpi_abi::marker(BUILT_FOR);
+
+/// The family this library was built for ([`MpiAbi::code`]): the tracer
+/// checks it once more after loading, before any MPI call. Reading the
+/// marker here also keeps its section in the linked library.
+#[no_mangle]
+pub extern "C" fn wmhcct_mpi_abi() -> c_int {
+    match mpi_abi::parse_marker(&std::hint::black_box(MARKER)) {
+        Some(abi) => abi.code(),
+        None => 0,
+    }
+}
 
 /// After PMPI_Init: rank and size of the world, and rank 0's report path
 /// (in `path[..*len]` on rank 0, of capacity `cap`) broadcast to every rank.

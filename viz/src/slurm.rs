@@ -254,7 +254,14 @@ pub fn run(args: &SlurmArgs) -> Result<()> {
         exe.as_deref(),
     )?;
     let bin = exe.context("cannot locate the wmhcct executable")?;
-    if std::env::var_os("WMHCCT_MPI_LIB").is_none() && !lib.with_file_name(MPI_LIB_NAME).is_file() {
+    let side_libs = [
+        MPI_LIB_NAME,
+        "libwmhcct_mpi_openmpi.so",
+        "libwmhcct_mpi_mpich.so",
+    ];
+    if std::env::var_os("WMHCCT_MPI_LIB").is_none()
+        && !side_libs.iter().any(|n| lib.with_file_name(n).is_file())
+    {
         eprintln!(
             "wmhcct: warning: {} is not next to {}: the ranks will leave spill files instead of one report",
             MPI_LIB_NAME,

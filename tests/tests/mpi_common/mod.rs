@@ -6,6 +6,7 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use serde_json::Value;
 use wmhcct_e2e::*;
 
 /// Time limit of one `mpirun`: a hang is a failure.
@@ -60,6 +61,34 @@ pub fn mpirun(
     run_cmd(&mut c, MPI_TIMEOUT)
 }
 
+/// `mpiexec.mpich -n <np> [-genv LD_PRELOAD libwmhcct.so -genv WMHCCT_OUT
+/// <report> -genv K V…] exe args` in `dir`: MPICH's launcher (hydra),
+/// installed beside Open MPI by scripts/setup.sh. `report: None` runs the
+/// program without the tracer.
+pub fn mpiexec_mpich(
+    np: u32,
+    exe: &Path,
+    args: &[&str],
+    dir: &Path,
+    report: Option<&Path>,
+    env: &[(&str, &str)],
+) -> Output {
+    let np = np.to_string();
+    let mut c = command("mpiexec.mpich", &["-n", np.as_str()], dir);
+    if let Some(r) = report {
+        let lib = lib();
+        let vars = [("LD_PRELOAD", lib.as_path()), ("WMHCCT_OUT", r)];
+        for (k, v) in vars {
+            c.arg("-genv").arg(k).arg(v);
+        }
+        for (k, v) in env {
+            c.arg("-genv").arg(k).arg(v);
+        }
+    }
+    c.arg(exe).args(args);
+    run_cmd(&mut c, MPI_TIMEOUT)
+}
+
 /// A traced job that finished cleanly: exit 0, one closing `wmhcct:` line
 /// (rank 0's) naming the report, no spill directory, and the report exists.
 pub fn assert_clean_job(out: &Output, report: &Path) {
@@ -93,4 +122,70 @@ pub fn assert_same_as_untraced(plain: &Output, traced: &Output, report: &Path) {
         plain.stderr,
         "stderr changed by the tracer beyond the closing line"
     );
+}
+
+/// Ranks of the pattern jobs (`tests/programs/mpi_pattern*`).
+pub const PATTERN_RANKS: u64 = 4;
+/// Their `K` (the programs' default).
+pub const PATTERN_K: u64 = 100;
+
+/// `wmhcct merge <spill> -o <merged>`, which must succeed.
+pub fn merge(spill: &Path, merged: &Path, dir: &Path) {
+    let (spill, merged) = (spill.to_str().unwrap(), merged.to_str().unwrap());
+    let out = run_cmd(
+        &mut command(bin(), &["merge", spill, "-o", merged], dir),
+        TIMEOUT,
+    );
+    assert_eq!(out.code, 0, "{}", out.describe());
+}
+
+/// The first context of allocator `kind` whose stack goes through `func`.
+pub fn context<'a>(r: &'a Value, func: &str, kind: &str) -> Option<&'a Value> {
+    contexts_with(r, kind, func).into_iter().next()
+}
+
+/// The report of a [`PATTERN_RANKS`]-rank job of a pattern program (see
+/// `tests/programs/mpi_pattern.c`), exact to the call and the byte.
+pub fn check_pattern(r: &Value, alloc_kind: &str, size_a: u64, size_b: u64) {
+    assert_eq!(r["ranks"], PATTERN_RANKS, "{}", r["ranks"]);
+    let a = context(r, "ctx_a", alloc_kind).unwrap_or_else(|| {
+        panic!(
+            "no context A among {} contexts",
+            r["contexts"].as_array().map_or(0, |a| a.len())
+        )
+    });
+    // Σ (r+1)·K over 4 ranks = 10 K.
+    assert_eq!(a["count"], PATTERN_K * (1 + 2 + 3 + 4), "A: {a}");
+    assert_eq!(a["bytes"], PATTERN_K * 10 * size_a, "A: {a}");
+    assert_eq!(a["per_rank_count"]["min"], PATTERN_K, "A: {a}");
+    assert_eq!(a["per_rank_count"]["max"], 4 * PATTERN_K, "A: {a}");
+    assert_eq!(a["per_rank_count"]["max_rank"], 3, "A: {a}");
+    assert_eq!(
+        a["per_rank_count"]["mean"].as_f64().unwrap(),
+        2.5 * PATTERN_K as f64,
+        "A: {a}"
+    );
+    let b = context(r, "ctx_b", alloc_kind).unwrap_or_else(|| panic!("no context B"));
+    assert_eq!(b["count"], PATTERN_K * PATTERN_RANKS, "B: {b}");
+    assert_eq!(b["bytes"], PATTERN_K * PATTERN_RANKS * size_b, "B: {b}");
+    let t = &r["totals"];
+    assert_eq!(t["MPI_Sendrecv"]["count"], PATTERN_RANKS);
+    assert_eq!(t["MPI_Sendrecv"]["bytes"], PATTERN_RANKS * 1000 * 8);
+    assert_eq!(t["MPI_Bcast"]["count"], PATTERN_RANKS);
+    assert_eq!(t["MPI_Bcast"]["bytes"], PATTERN_RANKS * 100 * 4);
+    assert_eq!(t["MPI_Allreduce"]["count"], PATTERN_RANKS);
+    assert_eq!(t["MPI_Allreduce"]["bytes"], PATTERN_RANKS * 8);
+    assert_eq!(t["MPI_Barrier"]["count"], PATTERN_RANKS);
+    assert_eq!(
+        t["MPI_Send"]["count"], 0,
+        "the tracer's own traffic is not the program's"
+    );
+    let sr = r["contexts"]
+        .as_array()
+        .and_then(|cs| cs.iter().find(|c| c["kind"] == "MPI_Sendrecv"))
+        .unwrap_or_else(|| panic!("no MPI_Sendrecv context"));
+    assert_eq!(sr["count"], PATTERN_RANKS);
+    // Exact per-rank scalars.
+    let ranks = r["ranks_detail"].as_array().expect("ranks_detail");
+    assert_eq!(ranks.len() as u64, PATTERN_RANKS);
 }

@@ -1,0 +1,156 @@
+//! MPICH end-to-end tests: the pattern programs built with MPICH's
+//! compiler wrappers and run by its launcher (`mpiexec.mpich`, 4 ranks),
+//! under libwmhcct.so. The tracer must pick the MPI-side library built for
+//! the job's MPI family (`libwmhcct_mpi_mpich.so` here, from
+//! scripts/build.sh) and never load one of the other family: Open MPI's
+//! handles passed to MPICH abort the job.
+
+mod mpi_common;
+
+use std::path::{Path, PathBuf};
+
+use mpi_common::*;
+use wmhcct_e2e::*;
+
+const RANKS: u32 = PATTERN_RANKS as u32;
+
+fn workdir(name: &str) -> WorkDir {
+    WorkDir::new(&format!("mpich-{name}"))
+}
+
+/// A side library built by scripts/build.sh next to libwmhcct.so.
+fn side_library(name: &str) -> PathBuf {
+    let p = lib().with_file_name(name);
+    assert!(
+        p.is_file(),
+        "{} is missing: run scripts/build.sh (with MPICH installed by scripts/setup.sh)",
+        p.display()
+    );
+    p
+}
+
+/// The same job without and with the tracer: same exit code, output and
+/// stderr (apart from rank 0's closing line), and one exact job report.
+fn same_job_one_report(compiler: &str, src: &str) {
+    let work = workdir(src);
+    let dir = work.path.clone();
+    let exe = mpi_compile(compiler, src, &dir, &[]);
+    let plain = mpiexec_mpich(RANKS, &exe, &[], &dir, None, &[]);
+    assert_eq!(plain.code, 0, "{}", plain.describe());
+    assert!(
+        plain.stdout.contains("done on 4 ranks"),
+        "{}",
+        plain.describe()
+    );
+    let h5 = dir.join("job.h5");
+    let traced = mpiexec_mpich(RANKS, &exe, &[], &dir, Some(&h5), &[]);
+    assert_same_as_untraced(&plain, &traced, &h5);
+    check_pattern(&report_json(&h5), "malloc", 64, 256);
+}
+
+#[test]
+fn c_program_four_ranks() {
+    same_job_one_report("mpicc.mpich", "mpi_pattern.c");
+}
+
+/// MPICH's Fortran bindings are a layer over its C functions: each call
+/// passes through the tracer's Fortran wrapper and then its C wrapper, and
+/// must count once.
+#[test]
+fn fortran_mpif_h_four_ranks() {
+    same_job_one_report("mpif90.mpich", "mpi_pattern_f77.f90");
+}
+
+#[test]
+fn fortran_mpi_f08_four_ranks() {
+    same_job_one_report("mpif90.mpich", "mpi_pattern_f08.f90");
+}
+
+/// Each family's side library says which it is, in its file.
+#[test]
+fn side_libraries_name_their_family() {
+    use wmhcct_format::mpi_abi::{read_library, MpiAbi};
+    assert_eq!(
+        read_library(&side_library("libwmhcct_mpi_mpich.so")),
+        Some(MpiAbi::Mpich)
+    );
+    // The workspace's own build links the first mpicc's MPI: Open MPI here.
+    assert_eq!(
+        read_library(&side_library("libwmhcct_mpi.so")),
+        Some(MpiAbi::OpenMpi)
+    );
+    assert_eq!(
+        read_library(&lib()),
+        None,
+        "libwmhcct.so is no side library"
+    );
+}
+
+/// A side library of the wrong family, forced with WMHCCT_MPI_LIB: the job
+/// runs as without the tracer, each rank says why there is no job report,
+/// and its profile is left for `wmhcct merge`, which gives the exact report.
+fn wrong_family(
+    run: impl Fn(&Path, &Path, Option<&Path>, &[(&str, &str)]) -> Output,
+    compiler: &str,
+    wrong: &str,
+    built_for: &str,
+    job_runs: &str,
+) {
+    let work = workdir(&format!("wrong-{compiler}"));
+    let dir = work.path.clone();
+    let exe = mpi_compile(compiler, "mpi_pattern.c", &dir, &[]);
+    let plain = run(&exe, &dir, None, &[]);
+    assert_eq!(plain.code, 0, "{}", plain.describe());
+    let h5 = dir.join("job.h5");
+    let forced = side_library(wrong);
+    let forced = forced.to_str().unwrap();
+    let traced = run(&exe, &dir, Some(&h5), &[("WMHCCT_MPI_LIB", forced)]);
+    assert_eq!(traced.code, 0, "{}", traced.describe());
+    assert_eq!(traced.stdout, plain.stdout, "stdout changed by the tracer");
+    let lines = tracer_lines(&traced.stderr);
+    let why: Vec<&&str> = lines
+        .iter()
+        .filter(|l| {
+            l.contains(&format!(
+                "WMHCCT_MPI_LIB={forced} was built for {built_for}"
+            )) && l.contains(&format!("but this job runs {job_runs}"))
+        })
+        .collect();
+    assert_eq!(
+        why.len(),
+        RANKS as usize,
+        "one line per rank: {}",
+        traced.describe()
+    );
+    assert!(!h5.exists(), "no job report without the MPI side");
+    let spill = dir.join("job.h5.spill");
+    let profiles = std::fs::read_dir(&spill)
+        .map(|d| d.flatten().count())
+        .unwrap_or(0);
+    assert_eq!(profiles, RANKS as usize, "{}", traced.describe());
+    let merged = dir.join("merged.h5");
+    merge(&spill, &merged, &dir);
+    check_pattern(&report_json(&merged), "malloc", 64, 256);
+}
+
+#[test]
+fn open_mpi_side_library_in_an_mpich_job() {
+    wrong_family(
+        |exe, dir, report, env| mpiexec_mpich(RANKS, exe, &[], dir, report, env),
+        "mpicc.mpich",
+        "libwmhcct_mpi.so",
+        "Open MPI",
+        "the MPICH family",
+    );
+}
+
+#[test]
+fn mpich_side_library_in_an_open_mpi_job() {
+    wrong_family(
+        |exe, dir, report, env| mpirun(RANKS, exe, &[], dir, report, env),
+        "mpicc",
+        "libwmhcct_mpi_mpich.so",
+        "the MPICH family",
+        "Open MPI",
+    );
+}
