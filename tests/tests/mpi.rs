@@ -12,7 +12,6 @@ mod mpi_common;
 use std::path::Path;
 
 use mpi_common::*;
-use serde_json::Value;
 use wmhcct_e2e::*;
 
 const RANKS: u64 = PATTERN_RANKS;
