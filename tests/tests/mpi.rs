@@ -24,7 +24,15 @@ fn workdir(name: &str) -> WorkDir {
 
 /// A traced 4-rank run of `exe args` in `dir`, writing `report`.
 fn traced(exe: &Path, args: &[&str], dir: &Path, report: &Path, env: &[(&str, &str)]) -> Output {
-    mpirun(RANKS as u32, exe, args, dir, Some(report), env)
+    launch(
+        Launcher::OpenMpi,
+        RANKS as u32,
+        exe,
+        args,
+        dir,
+        Some(report),
+        env,
+    )
 }
 
 fn run_pattern(compiler: &str, src: &str, alloc_kind: &str, size_a: u64, size_b: u64) {

@@ -60,7 +60,15 @@ fn every_mpi_call_kind_is_counted_exactly() {
     let dir = WorkDir::new("mpi-calls");
     let exe = mpi_compile("mpicc", "mpi_calls.c", &dir.path, &[]);
     let report = dir.join("calls.h5");
-    let out = mpirun(P as u32, &exe, &[], &dir.path, Some(&report), &[]);
+    let out = launch(
+        Launcher::OpenMpi,
+        P as u32,
+        &exe,
+        &[],
+        &dir.path,
+        Some(&report),
+        &[],
+    );
     assert_clean_job(&out, &report);
     assert!(
         out.stdout.contains(&format!("mpi_calls done on {P} ranks")),

@@ -60,7 +60,15 @@ fn run(dir: &WorkDir, exe: &std::path::Path, name: &str, env: &[(&str, &str)]) -
     let mut env = env.to_vec();
     // DWARF unwinding: the same stacks in both runs.
     env.push(("WMHCCT_UNWIND", "full"));
-    let out = mpirun(P as u32, exe, &[&events], &dir.path, Some(&report), &env);
+    let out = launch(
+        Launcher::OpenMpi,
+        P as u32,
+        exe,
+        &[&events],
+        &dir.path,
+        Some(&report),
+        &env,
+    );
     assert_clean_job(&out, &report);
     report_json(&report)
 }

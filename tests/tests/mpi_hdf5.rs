@@ -53,10 +53,26 @@ fn parallel_hdf5_program_behaves_identically_under_the_tracer() {
     let traced_dir = dir.join("traced");
     std::fs::create_dir_all(&plain_dir).unwrap();
     std::fs::create_dir_all(&traced_dir).unwrap();
-    let plain = mpirun(P, &exe, &["field.h5"], &plain_dir, None, &[]);
+    let plain = launch(
+        Launcher::OpenMpi,
+        P,
+        &exe,
+        &["field.h5"],
+        &plain_dir,
+        None,
+        &[],
+    );
     assert_eq!(plain.code, 0, "without the tracer: {}", plain.describe());
     let report = dir.join("job.h5");
-    let traced = mpirun(P, &exe, &["field.h5"], &traced_dir, Some(&report), &[]);
+    let traced = launch(
+        Launcher::OpenMpi,
+        P,
+        &exe,
+        &["field.h5"],
+        &traced_dir,
+        Some(&report),
+        &[],
+    );
     assert_same_as_untraced(&plain, &traced, &report);
     assert!(
         plain

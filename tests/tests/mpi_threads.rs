@@ -29,10 +29,26 @@ fn thread_multiple(name: &str, env: &[(&str, &str)]) {
     let dir = WorkDir::new(name);
     let exe = mpi_compile("mpicc", "mpi_threads.c", &dir.path, &["-pthread"]);
     let iters = ITERS.to_string();
-    let plain = mpirun(P as u32, &exe, &[&iters], &dir.path, None, &[]);
+    let plain = launch(
+        Launcher::OpenMpi,
+        P as u32,
+        &exe,
+        &[&iters],
+        &dir.path,
+        None,
+        &[],
+    );
     assert_eq!(plain.code, 0, "without the tracer: {}", plain.describe());
     let report = dir.join("threads.h5");
-    let traced = mpirun(P as u32, &exe, &[&iters], &dir.path, Some(&report), env);
+    let traced = launch(
+        Launcher::OpenMpi,
+        P as u32,
+        &exe,
+        &[&iters],
+        &dir.path,
+        Some(&report),
+        env,
+    );
     assert_same_as_untraced(&plain, &traced, &report);
     assert!(
         plain

@@ -35,7 +35,7 @@ fn same_job_one_report(compiler: &str, src: &str) {
     let work = workdir(src);
     let dir = work.path.clone();
     let exe = mpi_compile(compiler, src, &dir, &[]);
-    let plain = mpiexec_mpich(RANKS, &exe, &[], &dir, None, &[]);
+    let plain = launch(Launcher::Mpich, RANKS, &exe, &[], &dir, None, &[]);
     assert_eq!(plain.code, 0, "{}", plain.describe());
     assert!(
         plain.stdout.contains("done on 4 ranks"),
@@ -43,7 +43,7 @@ fn same_job_one_report(compiler: &str, src: &str) {
         plain.describe()
     );
     let h5 = dir.join("job.h5");
-    let traced = mpiexec_mpich(RANKS, &exe, &[], &dir, Some(&h5), &[]);
+    let traced = launch(Launcher::Mpich, RANKS, &exe, &[], &dir, Some(&h5), &[]);
     assert_same_as_untraced(&plain, &traced, &h5);
     check_pattern(&report_json(&h5), "malloc", 64, 256);
 }
@@ -136,7 +136,7 @@ fn wrong_family(
 #[test]
 fn open_mpi_side_library_in_an_mpich_job() {
     wrong_family(
-        |exe, dir, report, env| mpiexec_mpich(RANKS, exe, &[], dir, report, env),
+        |exe, dir, report, env| launch(Launcher::Mpich, RANKS, exe, &[], dir, report, env),
         "mpicc.mpich",
         "libwmhcct_mpi.so",
         "Open MPI",
@@ -147,7 +147,7 @@ fn open_mpi_side_library_in_an_mpich_job() {
 #[test]
 fn mpich_side_library_in_an_open_mpi_job() {
     wrong_family(
-        |exe, dir, report, env| mpirun(RANKS, exe, &[], dir, report, env),
+        |exe, dir, report, env| launch(Launcher::OpenMpi, RANKS, exe, &[], dir, report, env),
         "mpicc",
         "libwmhcct_mpi_mpich.so",
         "the MPICH family",

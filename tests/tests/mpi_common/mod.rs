@@ -33,39 +33,21 @@ pub fn mpi_compile(compiler: &str, src: &str, dir: &Path, extra: &[&str]) -> Pat
     exe
 }
 
-/// `mpirun -np <np> --oversubscribe [-x LD_PRELOAD=libwmhcct.so -x
-/// WMHCCT_OUT=<report> -x K=V…] exe args` in `dir`. `report: None` runs the
-/// program without the tracer.
-pub fn mpirun(
-    np: u32,
-    exe: &Path,
-    args: &[&str],
-    dir: &Path,
-    report: Option<&Path>,
-    env: &[(&str, &str)],
-) -> Output {
-    let np = np.to_string();
-    let mut c = command("mpirun", &["-np", np.as_str(), "--oversubscribe"], dir);
-    c.env("OMPI_ALLOW_RUN_AS_ROOT", "1")
-        .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1");
-    if let Some(r) = report {
-        c.arg("-x")
-            .arg(format!("LD_PRELOAD={}", lib().display()))
-            .arg("-x")
-            .arg(format!("WMHCCT_OUT={}", r.display()));
-        for (k, v) in env {
-            c.arg("-x").arg(format!("{k}={v}"));
-        }
-    }
-    c.arg(exe).args(args);
-    run_cmd(&mut c, MPI_TIMEOUT)
+/// The MPI launchers the tests run.
+#[derive(Clone, Copy)]
+pub enum Launcher {
+    /// Open MPI's `mpirun -np <np> --oversubscribe [-x K=V…]`, root allowed.
+    OpenMpi,
+    /// MPICH's `mpiexec.mpich -n <np> [-genv K V…]` (hydra), installed
+    /// beside Open MPI by scripts/setup.sh.
+    Mpich,
 }
 
-/// `mpiexec.mpich -n <np> [-genv LD_PRELOAD libwmhcct.so -genv WMHCCT_OUT
-/// <report> -genv K V…] exe args` in `dir`: MPICH's launcher (hydra),
-/// installed beside Open MPI by scripts/setup.sh. `report: None` runs the
-/// program without the tracer.
-pub fn mpiexec_mpich(
+/// `exe args` on `np` ranks started by `launcher` in `dir`, with
+/// `LD_PRELOAD=libwmhcct.so`, `WMHCCT_OUT=<report>` and `env` given to every
+/// rank. `report: None` runs the program without the tracer.
+pub fn launch(
+    launcher: Launcher,
     np: u32,
     exe: &Path,
     args: &[&str],
@@ -74,15 +56,24 @@ pub fn mpiexec_mpich(
     env: &[(&str, &str)],
 ) -> Output {
     let np = np.to_string();
-    let mut c = command("mpiexec.mpich", &["-n", np.as_str()], dir);
-    if let Some(r) = report {
-        let lib = lib();
-        let vars = [("LD_PRELOAD", lib.as_path()), ("WMHCCT_OUT", r)];
-        for (k, v) in vars {
-            c.arg("-genv").arg(k).arg(v);
+    let mut c = match launcher {
+        Launcher::OpenMpi => {
+            let mut c = command("mpirun", &["-np", np.as_str(), "--oversubscribe"], dir);
+            c.env("OMPI_ALLOW_RUN_AS_ROOT", "1")
+                .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1");
+            c
         }
-        for (k, v) in env {
-            c.arg("-genv").arg(k).arg(v);
+        Launcher::Mpich => command("mpiexec.mpich", &["-n", np.as_str()], dir),
+    };
+    if let Some(r) = report {
+        let lib = lib().display().to_string();
+        let out = r.display().to_string();
+        let tracer = [("LD_PRELOAD", lib.as_str()), ("WMHCCT_OUT", out.as_str())];
+        for (k, v) in tracer.iter().chain(env) {
+            match launcher {
+                Launcher::OpenMpi => c.arg("-x").arg(format!("{k}={v}")),
+                Launcher::Mpich => c.arg("-genv").arg(k).arg(v),
+            };
         }
     }
     c.arg(exe).args(args);
