@@ -59,7 +59,7 @@ impl MpiAbi {
     pub const fn describe(self) -> &'static str {
         match self {
             MpiAbi::OpenMpi => "Open MPI",
-            MpiAbi::Mpich => "the MPICH family (MPICH, Intel MPI, MVAPICH, Cray MPICH)",
+            MpiAbi::Mpich => "the MPICH family",
         }
     }
 

@@ -117,22 +117,25 @@ pub fn load() -> Option<*mut c_void> {
         match mpi_abi::read_library(path) {
             Some(built) if built == abi => return open(path, abi),
             Some(built) => others.push(format!(
-                " ({} is built for {})",
+                "; {} is built for {}",
                 path.display(),
                 built.describe()
             )),
-            None => others.push(format!(" ({} is not readable)", path.display())),
+            None => others.push(format!("; {} is not readable", path.display())),
         }
     }
     let mut msg = vec![
         "no MPI-side library for ",
         abi.describe(),
-        " next to libwmhcct.so: build libwmhcct_mpi_",
-        abi.tag(),
-        ".so with scripts/build.sh",
+        " next to libwmhcct.so",
     ];
     msg.extend(others.iter().map(String::as_str));
-    msg.push(FALLBACK);
+    msg.extend([
+        "; build libwmhcct_mpi_",
+        abi.tag(),
+        ".so (README: \"Another MPI implementation\")",
+        FALLBACK,
+    ]);
     crate::diag::message(&msg);
     None
 }

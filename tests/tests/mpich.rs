@@ -154,3 +154,39 @@ fn mpich_side_library_in_an_open_mpi_job() {
         "Open MPI",
     );
 }
+
+/// The usual mix-up: the library next to libwmhcct.so, under the plain
+/// name, was built for the other family (here MPICH's, in an Open MPI job).
+/// It is not loaded; the line names it and what it was built for.
+#[test]
+fn other_familys_library_next_to_the_tracer_is_not_loaded() {
+    let work = workdir("beside");
+    let dir = work.path.clone();
+    let libs = dir.join("lib");
+    std::fs::create_dir(&libs).unwrap();
+    let tracer = libs.join("libwmhcct.so");
+    std::fs::copy(lib(), &tracer).unwrap();
+    let beside = libs.join("libwmhcct_mpi.so");
+    std::fs::copy(side_library("libwmhcct_mpi_mpich.so"), &beside).unwrap();
+    let exe = mpi_compile("mpicc", "mpi_pattern.c", &dir, &[]);
+    let plain = launch(Launcher::OpenMpi, RANKS, &exe, &[], &dir, None, &[]);
+    let h5 = dir.join("job.h5");
+    let env = [("LD_PRELOAD", tracer.to_str().unwrap())];
+    let traced = launch(Launcher::OpenMpi, RANKS, &exe, &[], &dir, Some(&h5), &env);
+    assert_eq!(traced.code, 0, "{}", traced.describe());
+    assert_eq!(traced.stdout, plain.stdout, "stdout changed by the tracer");
+    let why = format!(
+        "no MPI-side library for Open MPI next to libwmhcct.so; {} is built for the MPICH family;",
+        beside.display()
+    );
+    let lines = tracer_lines(&traced.stderr);
+    assert_eq!(
+        lines.iter().filter(|l| l.contains(&why)).count(),
+        RANKS as usize,
+        "one line per rank: {}",
+        traced.describe()
+    );
+    let merged = dir.join("merged.h5");
+    merge(&dir.join("job.h5.spill"), &merged, &dir);
+    check_pattern(&report_json(&merged), "malloc", 64, 256);
+}

@@ -45,7 +45,8 @@ pub enum Launcher {
 
 /// `exe args` on `np` ranks started by `launcher` in `dir`, with
 /// `LD_PRELOAD=libwmhcct.so`, `WMHCCT_OUT=<report>` and `env` given to every
-/// rank. `report: None` runs the program without the tracer.
+/// rank (`env` may set those two as well). `report: None` runs the program
+/// without the tracer.
 pub fn launch(
     launcher: Launcher,
     np: u32,
@@ -69,7 +70,10 @@ pub fn launch(
         let lib = lib().display().to_string();
         let out = r.display().to_string();
         let tracer = [("LD_PRELOAD", lib.as_str()), ("WMHCCT_OUT", out.as_str())];
-        for (k, v) in tracer.iter().chain(env) {
+        let own = tracer
+            .iter()
+            .filter(|(k, _)| env.iter().all(|(e, _)| e != k));
+        for (k, v) in own.chain(env) {
             match launcher {
                 Launcher::OpenMpi => c.arg("-x").arg(format!("{k}={v}")),
                 Launcher::Mpich => c.arg("-genv").arg(k).arg(v),
