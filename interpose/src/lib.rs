@@ -20,6 +20,7 @@ pub mod exports;
 mod foreign;
 mod guard;
 #[cfg_attr(test, allow(dead_code))]
+mod launcher;
 mod lifecycle;
 mod lock;
 pub mod modules;

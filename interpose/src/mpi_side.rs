@@ -10,7 +10,8 @@
 //! (`wmhcct_format::mpi_abi`), and loads only a match. Candidates: the file
 //! `WMHCCT_MPI_LIB` names, else `libwmhcct_mpi_<family>.so` and then
 //! `libwmhcct_mpi.so` next to `libwmhcct.so`. Without a match the ranks
-//! leave per-rank profiles, as for any failure of the MPI side.
+//! leave per-rank profiles, as for any failure of the MPI side, and rank 0
+//! says why (every rank finds the same).
 
 use std::ffi::{c_char, c_int, c_void, CStr, CString};
 use std::path::{Path, PathBuf};
@@ -22,6 +23,13 @@ type AbiQuery = extern "C" fn() -> c_int;
 
 /// What the ranks do without the MPI side, for the end of every message.
 const FALLBACK: &str = "; this job's ranks will leave per-rank profiles instead of one report";
+
+/// A line about the whole job (every rank finds the same): rank 0's only.
+fn say(parts: &[&str]) {
+    if crate::launcher::speaks_for_the_job() {
+        crate::diag::message(parts);
+    }
+}
 
 /// A symbol of the process's global scope (the program and the libraries
 /// it loaded, MPI among them), or null.
@@ -72,7 +80,7 @@ pub fn load() -> Option<*mut c_void> {
     let abi = match process_abi() {
         Ok(abi) => abi,
         Err(what) => {
-            crate::diag::message(&[
+            say(&[
                 "the MPI-side library supports Open MPI and the MPICH family, not ",
                 &what,
                 FALLBACK,
@@ -85,7 +93,7 @@ pub fn load() -> Option<*mut c_void> {
         return match mpi_abi::read_library(&path) {
             Some(built) if built == abi => open(&path, abi),
             Some(built) => {
-                crate::diag::message(&[
+                say(&[
                     "WMHCCT_MPI_LIB=",
                     &path.to_string_lossy(),
                     " was built for ",
@@ -97,7 +105,7 @@ pub fn load() -> Option<*mut c_void> {
                 None
             }
             None => {
-                crate::diag::message(&[
+                say(&[
                     "WMHCCT_MPI_LIB=",
                     &path.to_string_lossy(),
                     " is not a readable libwmhcct_mpi.so (one built by this version of wmhcct)",
@@ -136,7 +144,7 @@ pub fn load() -> Option<*mut c_void> {
         ".so (README: \"Another MPI implementation\")",
         FALLBACK,
     ]);
-    crate::diag::message(&msg);
+    say(&msg);
     None
 }
 
