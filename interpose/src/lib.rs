@@ -19,8 +19,8 @@ pub mod exports;
 #[cfg_attr(test, allow(dead_code))]
 mod foreign;
 mod guard;
-#[cfg_attr(test, allow(dead_code))]
 mod launcher;
+#[cfg_attr(test, allow(dead_code))]
 mod lifecycle;
 mod lock;
 pub mod modules;
