@@ -12,6 +12,8 @@ PACKAGES=(
     # The MPICH family's MPI side (scripts/build.sh) and tests/tests/mpich.rs;
     # Open MPI stays the default mpicc/mpirun (higher alternatives priority).
     mpich libmpich-dev
+    # A Python MPI program (tests/tests/mpi4py.rs): mpi4py, Open MPI.
+    python3-mpi4py
     # Parallel HDF5 for tests/tests/mpi_hdf5.rs; coexists with libhdf5-dev
     # on Debian 12 (own paths, h5pcc; hdf5.pc is pinned back below).
     libhdf5-openmpi-dev

@@ -22,6 +22,7 @@ mod guard;
 mod launcher;
 #[cfg_attr(test, allow(dead_code))]
 mod lifecycle;
+mod loaded_symbol;
 mod lock;
 pub mod modules;
 #[cfg_attr(test, allow(dead_code))]
