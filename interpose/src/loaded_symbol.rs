@@ -65,7 +65,7 @@ mod tests {
         assert!(loaded_objects()
             .iter()
             .any(|n| n.to_bytes().ends_with(b".so.6")));
-        assert_eq!(find(c"getpid"), libc::getpid as usize);
+        assert_eq!(find(c"getpid"), libc::getpid as *const () as usize);
         assert_eq!(find(c"wmhcct_no_such_symbol"), 0);
     }
 }
