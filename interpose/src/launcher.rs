@@ -1,6 +1,6 @@
-//! This process's rank as the MPI launcher tells it, through the
-//! environment, before MPI is initialised: for lines that say the same on
-//! every rank of a job, which only rank 0 prints.
+//! What the MPI launcher tells each rank through its environment, before
+//! MPI is initialised: the rank (lines that say the same on every rank of
+//! a job are rank 0's only), and whether the job runs several executables.
 
 /// The rank variables of Open MPI's `mpirun`, PMI (MPICH's Hydra, Intel
 /// MPI), PMIx, and Slurm's `srun`, in that order.
@@ -24,6 +24,34 @@ pub fn world_rank(get: impl Fn(&str) -> Option<String>) -> Option<u32> {
 /// process's when no launcher said which rank it is.
 pub fn speaks_for_the_job() -> bool {
     world_rank(|v| std::env::var(v).ok()).is_none_or(|r| r == 0)
+}
+
+/// Open MPI's MPMD launch (`mpirun -np 1 a : -np 3 b`): the number of
+/// executables (application contexts), and whether this rank is the first
+/// of its own. Every rank of the job reads the same count. `None` when the
+/// launcher does not say (MPICH's Hydra, srun).
+pub fn app_contexts(get: impl Fn(&str) -> Option<String>) -> Option<(u32, bool)> {
+    let n = get("OMPI_NUM_APP_CTX")?.trim().parse().ok()?;
+    let number = |var: &str| get(var).and_then(|v| v.trim().parse::<u32>().ok());
+    // The contexts' sizes, in order: the first rank of context k is the sum
+    // of the sizes before it.
+    let sizes: Vec<u32> = get("OMPI_APP_CTX_NUM_PROCS")
+        .map(|v| {
+            v.split_whitespace()
+                .filter_map(|s| s.parse().ok())
+                .collect()
+        })
+        .unwrap_or_default();
+    let first = match (
+        number("OMPI_MCA_orte_app_num"),
+        number("OMPI_COMM_WORLD_RANK"),
+    ) {
+        (Some(app), Some(rank)) if (app as usize) < sizes.len() => {
+            sizes[..app as usize].iter().sum::<u32>() == rank
+        }
+        _ => false,
+    };
+    Some((n, first))
 }
 
 #[cfg(test)]
@@ -53,5 +81,24 @@ mod tests {
         let both = [("SLURM_PROCID", "0"), ("OMPI_COMM_WORLD_RANK", "2")];
         assert_eq!(world_rank(env(&both)), Some(2));
         assert_eq!(world_rank(env(&[("PMI_RANK", "x")])), None);
+    }
+
+    #[test]
+    fn open_mpi_app_contexts() {
+        // mpirun -np 1 a : -np 2 b, as Open MPI 4.1 tells ranks 0, 1 and 2.
+        let rank = |r: &'static str, app: &'static str| {
+            [
+                ("OMPI_NUM_APP_CTX", "2"),
+                ("OMPI_APP_CTX_NUM_PROCS", "1 2"),
+                ("OMPI_MCA_orte_app_num", app),
+                ("OMPI_COMM_WORLD_RANK", r),
+            ]
+        };
+        assert_eq!(app_contexts(env(&rank("0", "0"))), Some((2, true)));
+        assert_eq!(app_contexts(env(&rank("1", "1"))), Some((2, true)));
+        assert_eq!(app_contexts(env(&rank("2", "1"))), Some((2, false)));
+        let one = [("OMPI_NUM_APP_CTX", "1"), ("OMPI_APP_CTX_NUM_PROCS", "4")];
+        assert_eq!(app_contexts(env(&one)), Some((1, false)));
+        assert_eq!(app_contexts(env(&[("PMI_RANK", "0")])), None);
     }
 }

@@ -263,6 +263,28 @@ type SideReduce = unsafe extern "C" fn(*const u8, usize, u64, Sink, *mut c_void)
 
 static SIDE_REDUCE: AtomicUsize = AtomicUsize::new(0);
 
+/// An MPMD job (`mpirun -np 1 a : -np 3 b`) may run some executables
+/// without the tracer, and those ranks would never join the reduction's
+/// collectives: the others would wait in MPI_Init for ever. So such a job
+/// gets no MPI side; its traced ranks leave per-rank profiles (the first
+/// rank of each executable says so). Known from Open MPI's launcher, which
+/// tells every rank how many executables the job has.
+fn several_executables() -> bool {
+    match crate::launcher::app_contexts(|v| std::env::var(v).ok()) {
+        Some((n, first)) if n > 1 => {
+            if first {
+                crate::diag::message(&[
+                    "a job of several executables: its traced ranks leave per-rank profiles for \
+                     `wmhcct merge` instead of one report (a job-wide merge would wait for ever \
+                     for executables run without the tracer)",
+                ]);
+            }
+            true
+        }
+        _ => false,
+    }
+}
+
 /// After a successful PMPI_Init(_thread): learn rank and size, agree on the
 /// report path (rank 0's), and load the MPI side for the reduction.
 pub fn after_init() {
@@ -271,6 +293,9 @@ pub fn after_init() {
         return;
     };
     let _scope = MpiScope::enter();
+    if several_executables() {
+        return;
+    }
     let Some(h) = crate::mpi_side::load() else {
         return;
     };
