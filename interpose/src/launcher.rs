@@ -1,6 +1,7 @@
 //! What the MPI launcher tells each rank through its environment, before
-//! MPI is initialised: the rank (lines that say the same on every rank of
-//! a job are rank 0's only), and whether the job runs several executables.
+//! MPI is initialised (or in a program that never uses MPI): the rank and
+//! the number of processes (lines that say the same on every rank of a job
+//! are rank 0's only), and whether the job runs several executables.
 
 /// The rank variables of Open MPI's `mpirun`, PMI (MPICH's Hydra, Intel
 /// MPI), PMIx, and Slurm's `srun`, in that order.
@@ -18,6 +19,19 @@ pub fn world_rank(get: impl Fn(&str) -> Option<String>) -> Option<u32> {
         .iter()
         .find_map(|var| get(var))
         .and_then(|v| v.trim().parse().ok())
+}
+
+/// This process as one task of a parallel launch: its rank and the
+/// launch's number of processes (Open MPI's `mpirun`, MPICH's Hydra,
+/// Slurm's `srun`), when there are several.
+pub fn task(get: impl Fn(&str) -> Option<String>) -> Option<(u32, u32)> {
+    const SIZE_VARS: [&str; 3] = ["OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "SLURM_STEP_NUM_TASKS"];
+    let size: u32 = SIZE_VARS
+        .iter()
+        .find_map(|var| get(var))
+        .and_then(|v| v.trim().parse().ok())?;
+    let rank = world_rank(get)?;
+    (size > 1 && rank < size).then_some((rank, size))
 }
 
 /// Whether a job-wide line is this process's to print: rank 0's, or any
@@ -81,6 +95,22 @@ mod tests {
         let both = [("SLURM_PROCID", "0"), ("OMPI_COMM_WORLD_RANK", "2")];
         assert_eq!(world_rank(env(&both)), Some(2));
         assert_eq!(world_rank(env(&[("PMI_RANK", "x")])), None);
+    }
+
+    #[test]
+    fn tasks_of_a_launch() {
+        let ompi = [("OMPI_COMM_WORLD_SIZE", "4"), ("OMPI_COMM_WORLD_RANK", "2")];
+        assert_eq!(task(env(&ompi)), Some((2, 4)));
+        let hydra = [("PMI_SIZE", "3"), ("PMI_RANK", "0")];
+        assert_eq!(task(env(&hydra)), Some((0, 3)));
+        let srun = [("SLURM_STEP_NUM_TASKS", "8"), ("SLURM_PROCID", "7")];
+        assert_eq!(task(env(&srun)), Some((7, 8)));
+        // One process, or no launcher: not a task of a launch.
+        let alone = [("OMPI_COMM_WORLD_SIZE", "1"), ("OMPI_COMM_WORLD_RANK", "0")];
+        assert_eq!(task(env(&alone)), None);
+        assert_eq!(task(env(&[("SLURM_PROCID", "0")])), None);
+        let inconsistent = [("PMI_SIZE", "2"), ("PMI_RANK", "5")];
+        assert_eq!(task(env(&inconsistent)), None);
     }
 
     #[test]

@@ -93,8 +93,12 @@ pub fn build(t: &Tracer, core: &Core, reason: &str) -> Profile {
             start_unix_ns: t.start_unix_ns,
             end_unix_ns: t.start_unix_ns + (tracer::now_mono_ns() - t.start_mono_ns),
             threads: core.threads,
-            rank: tracer::job(t).map(|j| j.rank),
-            nranks: tracer::job(t).map(|j| j.size),
+            rank: tracer::job(t)
+                .map(|j| j.rank)
+                .or(launch_task(t).map(|(r, _)| r)),
+            nranks: tracer::job(t)
+                .map(|j| j.size)
+                .or(launch_task(t).map(|(_, n)| n)),
             reason: reason.to_string(),
             tracer_version: env!("CARGO_PKG_VERSION").to_string(),
         },
@@ -250,6 +254,32 @@ pub fn write(g: &Guard, t: &Tracer, reason: &str) {
         spill(g, t, reason);
         return;
     }
+    if let Some((rank, size)) = launch_task(t).filter(|_| shared_report(t)) {
+        // One of several processes of a launch that all write the same
+        // report (WMHCCT_OUT, or the Slurm job's): a task farm (`srun -n 64
+        // ./task`, `mpirun -np 4 ./serial`). Each leaves its profile for
+        // `wmhcct merge`, which makes the launch's report; rank 0 says so.
+        let Some(profile) = take(g, t, reason) else {
+            return;
+        };
+        let Ok(bytes) = wmhcct_format::encode(&profile) else {
+            return;
+        };
+        if let Some((dir, report)) = spill_as(t, &bytes, &format!("rank-{rank}.wmprof")) {
+            if rank == 0 {
+                crate::diag::message(&[
+                    &format!("the {size} processes of this launch did not use MPI: "),
+                    "each leaves its profile in ",
+                    &dir.to_string_lossy(),
+                    "; merge them with: wmhcct merge ",
+                    &dir.to_string_lossy(),
+                    " -o ",
+                    &report.to_string_lossy(),
+                ]);
+            }
+        }
+        return;
+    }
     let Some(profile) = take(g, t, reason) else {
         return;
     };
@@ -290,21 +320,54 @@ pub fn spill_profile(t: &Tracer, profile: &Profile) {
     }
 }
 
+/// This process as a task of a parallel launch (rank, processes), unless
+/// a traced program started it (its parent's launch variables are not its
+/// own).
+fn launch_task(t: &Tracer) -> Option<(u32, u32)> {
+    if t.descendant.load(Ordering::Acquire) {
+        return None;
+    }
+    crate::launcher::task(|v| std::env::var(v).ok())
+}
+
+/// Whether every process of a launch would write the same report: it is
+/// named by `WMHCCT_OUT` or after the Slurm job.
+fn shared_report(t: &Tracer) -> bool {
+    t.config.out.is_some() || std::env::var_os("SLURM_JOB_ID").is_some_and(|v| !v.is_empty())
+}
+
 /// Write this process's encoded profile into the job's spill directory as
-/// `rank-<r>.wmprof` (`pid-<pid>.wmprof` outside a job).
+/// `rank-<r>.wmprof` (the launcher's rank before or without MPI;
+/// `pid-<pid>.wmprof` outside a launch).
 pub fn spill_bytes(t: &Tracer, bytes: &[u8]) {
-    let job = tracer::job(t);
-    let report = job
-        .as_ref()
-        .map(|j| j.report.clone())
-        .unwrap_or_else(|| job_report_path(t));
-    let dir = spill_dir(t, &report);
-    let name = match &job {
-        Some(j) => format!("rank-{}.wmprof", j.rank),
+    let rank = tracer::job(t)
+        .map(|j| j.rank)
+        .or(launch_task(t).map(|(r, _)| r));
+    let name = match rank {
+        Some(r) => format!("rank-{r}.wmprof"),
         // SAFETY: getpid has no preconditions.
         None => format!("pid-{}.wmprof", unsafe { libc::getpid() }),
     };
-    let path = dir.join(&name);
+    if let Some((dir, report)) = spill_as(t, bytes, &name) {
+        crate::diag::message(&[
+            "this process's profile left in ",
+            &dir.join(&name).to_string_lossy(),
+            "; merge with: wmhcct merge ",
+            &dir.to_string_lossy(),
+            " -o ",
+            &report.to_string_lossy(),
+        ]);
+    }
+}
+
+/// Write `bytes` into the job's spill directory as `name`; returns the
+/// directory and the report a merge of it makes (`None`, said, on failure).
+fn spill_as(t: &Tracer, bytes: &[u8], name: &str) -> Option<(PathBuf, PathBuf)> {
+    let report = tracer::job(t)
+        .map(|j| j.report)
+        .unwrap_or_else(|| job_report_path(t));
+    let dir = spill_dir(t, &report);
+    let path = dir.join(name);
     // Written under a temporary name and renamed: a rank killed while
     // writing (mpirun tears the job down once one rank is gone) leaves no
     // truncated `*.wmprof` for `wmhcct merge` to trip over.
@@ -321,15 +384,11 @@ pub fn spill_bytes(t: &Tracer, bytes: &[u8]) {
                 })
         });
     match result {
-        Ok(()) => crate::diag::message(&[
-            "this process's profile left in ",
-            &path.to_string_lossy(),
-            "; merge with: wmhcct merge ",
-            &dir.to_string_lossy(),
-            " -o ",
-            &report.to_string_lossy(),
-        ]),
-        Err(e) => crate::diag::message(&["cannot write ", &path.to_string_lossy(), ": ", &e]),
+        Ok(()) => Some((dir, report)),
+        Err(e) => {
+            crate::diag::message(&["cannot write ", &path.to_string_lossy(), ": ", &e]);
+            None
+        }
     }
 }
 
