@@ -15,7 +15,10 @@
 #      post-step merges the spill files into the job's report;
 #   3. --launcher srun (direct launch, MpiDefault=pmix): a clean run;
 #   4. the README's one line (mpirun -x LD_PRELOAD=…) in a hand-written
-#      script: the report is named after the job.
+#      script: the report is named after the job;
+#   5. a program that does not use MPI (tests/programs/pattern.c), once in
+#      the batch step itself (its own report) and as two tasks of srun (a
+#      task farm: each leaves rank-<r>.wmprof, merged exactly).
 # Every process it started is stopped by pid on exit (daemons, and job
 # processes found by a marker in their environment), on failure or signal too.
 #
@@ -357,5 +360,52 @@ if run_job oneline; then
         fail "oneline: job $JOB_ID $JOB_STATE exit $JOB_EXIT: $(out_tail)"
     fi
     check_report oneline full
+fi
+
+# 5. A program that does not use MPI: one process in the batch step itself
+# writes its own report; two tasks of `srun` (a task farm) share the job's
+# report name, so each leaves rank-<r>.wmprof for `wmhcct merge`.
+cc -O1 -g -o pattern "$ROOT/tests/programs/pattern.c" 2>"$WORK/log/cc.log" ||
+    abort "cc pattern.c: $(log_tail cc.log)"
+cat >farm.sbatch <<EOF
+#!/bin/bash
+#SBATCH --ntasks=2
+#SBATCH --output=wmhcct-%j.out
+LD_PRELOAD="$LIB" WMHCCT_OUT="\$PWD/single-\$SLURM_JOB_ID.h5" "$PWD/pattern"
+srun -n 2 --export=ALL,LD_PRELOAD="$LIB" "$PWD/pattern"
+EOF
+# farm_totals REPORT RANKS MALLOCS: the report's rank count and malloc total.
+farm_totals() {
+    "$BIN" report "$1" --json 2>/dev/null | "$PY" -c '
+import json, sys
+r = json.load(sys.stdin)
+got = (r.get("ranks"), r["totals"]["malloc"]["count"])
+want = (int(sys.argv[1]), int(sys.argv[2]))
+sys.exit(0 if got == want else f"ranks, mallocs {got}, expected {want}")' "$2" "$3"
+}
+if run_job farm; then
+    if [ "$JOB_STATE" = COMPLETED ] && [ "$JOB_EXIT" = 0:0 ]; then
+        pass "farm: job $JOB_ID completed (exit $JOB_EXIT)"
+    else
+        fail "farm: job $JOB_ID $JOB_STATE exit $JOB_EXIT: $(out_tail)"
+    fi
+    if errors=$(farm_totals "single-$JOB_ID.h5" 1 1100 2>&1); then
+        pass "farm: the batch step's own process wrote its report"
+    else
+        fail "farm: single-$JOB_ID.h5: $errors $(out_tail)"
+    fi
+    spill="wmhcct-$JOB_ID.h5.spill"
+    if [ -f "$spill/rank-0.wmprof" ] && [ -f "$spill/rank-1.wmprof" ] && [ ! -e "wmhcct-$JOB_ID.h5" ] &&
+        grep -q "the 2 processes of this launch did not use MPI" "wmhcct-$JOB_ID.out"; then
+        pass "farm: srun's two tasks left rank-0 and rank-1 profiles, rank 0 said so"
+    else
+        fail "farm: spill files or rank 0's line missing: $(ls "$spill" 2>&1 | tr '\n' ' ') $(out_tail)"
+    fi
+    if "$BIN" merge "$spill" -o "farm-$JOB_ID.h5" >/dev/null 2>"$WORK/log/farm.merge" &&
+        errors=$(farm_totals "farm-$JOB_ID.h5" 2 2200 2>&1); then
+        pass "farm: the merge is exact for both tasks"
+    else
+        fail "farm: merge: $(log_tail farm.merge) $errors"
+    fi
 fi
 finish
