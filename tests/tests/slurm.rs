@@ -4,8 +4,8 @@
 //! slurm-wlm and munge if missing, starts munged, slurmctld and slurmd on
 //! this machine, submits scripts made by `wmhcct slurm` (mpirun, mpirun with
 //! MPI_Abort, srun) running tests/programs/mpi_pattern.c with 2 ranks under
-//! the tracer, checks each job's report and plots, and stops what it
-//! started. When it cannot run here (not root, or the packages cannot be
+//! the tracer, and a program that does not use MPI alone and as two srun
+//! tasks, checks each job's report and plots, and stops what it started. When it cannot run here (not root, or the packages cannot be
 //! installed) it exits 77 and this test says SKIPPED on the terminal (Rust
 //! tests have no skip state); any other outcome but success is a failure.
 
