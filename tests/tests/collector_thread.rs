@@ -312,12 +312,14 @@ fn a_collector_thread_that_cannot_start_leaves_recording_inline() {
             "{placement}: {}",
             out.stderr
         );
-        assert_eq!(
-            without_closing_line(&out.stderr, &h5).lines().count(),
-            told.len(),
-            "{placement}: {}",
-            out.stderr
-        );
+        // Nothing else, but for the line of a tracer that ran out of memory
+        // and went on from its emergency reserve: with this little address
+        // space, one of its own allocations now and then does not fit.
+        let others = without_closing_line(&out.stderr, &h5)
+            .lines()
+            .filter(|l| !l.contains("the tracer continues from its emergency reserve"))
+            .count();
+        assert_eq!(others, told.len(), "{placement}: {}", out.stderr);
         assert_eq!(alloc_totals(&report_json(&h5)), expected, "{placement}");
     }
 }
