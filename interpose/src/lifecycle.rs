@@ -21,6 +21,7 @@ extern "C" fn before_fork() {
 
 extern "C" fn after_fork_parent() {
     if let Some(t) = tracer::running() {
+        t.forked.store(true, Ordering::Release);
         t.core.raw_unlock();
         t.modules.raw_unlock();
         if let Some(p) = &t.packets {

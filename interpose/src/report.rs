@@ -254,7 +254,16 @@ pub fn write(g: &Guard, t: &Tracer, reason: &str) {
         spill(g, t, reason);
         return;
     }
-    if let Some((rank, size)) = launch_task(t).filter(|_| shared_report(t)) {
+    let task = launch_task(t).filter(|_| shared_report(t));
+    // A task that started other programs, or whose shared report another
+    // process wrote while it ran, is most likely a wrapper script around
+    // the real program (the MPI job that writes that report, or spills
+    // `rank-<r>.wmprof`): it writes its own report under its pid, as a
+    // traced program's child does. (A program started with vfork or
+    // posix_spawn runs no fork handler: the report tells.)
+    let wrapper = task.is_some()
+        && (t.forked.load(Ordering::Acquire) || written_since_start(t, &job_report_path(t)));
+    if let Some((rank, size)) = task.filter(|_| !wrapper) {
         // One of several processes of a launch that all write the same
         // report (WMHCCT_OUT, or the Slurm job's): a task farm (`srun -n 64
         // ./task`, `mpirun -np 4 ./serial`). Each leaves its profile for
@@ -289,7 +298,7 @@ pub fn write(g: &Guard, t: &Tracer, reason: &str) {
         t.config.out.as_deref(),
         &t.cwd,
         pid,
-        t.descendant.load(Ordering::Acquire),
+        t.descendant.load(Ordering::Acquire) || wrapper,
     );
     match wmhcct_format::encode(&profile) {
         Ok(bytes) => convert(t, &bytes, &report),
@@ -328,6 +337,14 @@ fn launch_task(t: &Tracer) -> Option<(u32, u32)> {
         return None;
     }
     crate::launcher::task(|v| std::env::var(v).ok())
+}
+
+/// Whether `path` was written after this process started.
+fn written_since_start(t: &Tracer, path: &Path) -> bool {
+    let start = std::time::UNIX_EPOCH + std::time::Duration::from_nanos(t.start_unix_ns);
+    std::fs::metadata(path)
+        .and_then(|m| m.modified())
+        .is_ok_and(|m| m >= start)
 }
 
 /// Whether every process of a launch would write the same report: it is

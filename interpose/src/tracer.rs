@@ -64,6 +64,9 @@ pub struct Tracer {
     /// A forked child, or a program started by a traced process: its report
     /// gets its pid in the name so it never overwrites its parent's.
     pub descendant: AtomicBool,
+    /// The process has forked (a shell, a wrapper script starting the
+    /// real program).
+    pub forked: AtomicBool,
     /// Rank, size and agreed report path once MPI_Init has run.
     pub job: SpinMutex<Option<Job>>,
 }
@@ -209,6 +212,7 @@ fn init() -> Tracer {
         start_unix_ns: now_unix_ns(),
         cwd,
         descendant,
+        forked: AtomicBool::new(false),
         job: SpinMutex::new(None),
         config,
     }

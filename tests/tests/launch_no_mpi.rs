@@ -80,3 +80,94 @@ fn open_mpi_mpirun_of_a_serial_program() {
 fn mpich_hydra_of_a_serial_program() {
     task_farm(Launcher::Mpich, "hydra");
 }
+
+/// A wrapper script as the launched program (`mpirun -np 4 ./wrap.sh`,
+/// which runs the MPI program without `exec`): the shells are tasks of the
+/// launch that never use MPI, but they start the real program, which writes
+/// the job's report. Each shell writes its own report under its pid, so
+/// the job's report stays the MPI job's and no spill file of the shells
+/// can take an MPI rank's name.
+#[test]
+fn wrapper_scripts_leave_the_job_report_alone() {
+    let work = WorkDir::new("farm-wrapper");
+    let dir = work.path.clone();
+    let exe = mpi_compile("mpicc", "mpi_pattern.c", &dir, &[]);
+    let wrap = write_script(
+        &dir,
+        "wrap.sh",
+        &format!("'{}'\necho wrapper done\n", exe.display()),
+    );
+    // Run by bash, which forks the program (dash starts it with vfork and
+    // here made no allocation the tracer saw).
+    let (bash, wrap) = (std::path::Path::new("/bin/bash"), wrap.to_str().unwrap());
+    let np = PATTERN_RANKS as u32;
+    let plain = launch(Launcher::OpenMpi, np, bash, &[wrap], &dir, None, &[]);
+    assert_eq!(plain.code, 0, "{}", plain.describe());
+    let h5 = dir.join("job.h5");
+    let traced = launch(Launcher::OpenMpi, np, bash, &[wrap], &dir, Some(&h5), &[]);
+    assert_eq!(traced.code, 0, "{}", traced.describe());
+    // The ranks' lines interleave in any order.
+    let lines = |s: &str| {
+        let mut l: Vec<String> = s.lines().map(str::to_owned).collect();
+        l.sort();
+        l
+    };
+    assert_eq!(
+        lines(&traced.stdout),
+        lines(&plain.stdout),
+        "stdout changed"
+    );
+    check_pattern(&report_json(&h5), "malloc", 64, 256);
+    assert!(!dir.join("job.h5.spill").exists(), "{}", traced.describe());
+    let shells: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| {
+            let n = p.file_name().unwrap().to_string_lossy().into_owned();
+            n.starts_with("job-") && n.ends_with(".h5")
+        })
+        .collect();
+    assert_eq!(shells.len(), np as usize, "{}", traced.describe());
+    for s in &shells {
+        assert_eq!(report_json(s)["ranks"], 1, "{}", s.display());
+    }
+}
+
+/// The same with a Python wrapper, which starts the program with vfork or
+/// posix_spawn (no fork handler runs): the job's report, written while the
+/// wrapper ran, tells it is one.
+#[test]
+fn python_wrappers_leave_the_job_report_alone() {
+    let work = WorkDir::new("farm-pywrapper");
+    let dir = work.path.clone();
+    let exe = mpi_compile("mpicc", "mpi_pattern.c", &dir, &[]);
+    let wrap = dir.join("wrap.py");
+    std::fs::write(
+        &wrap,
+        format!(
+            "import subprocess\nsubprocess.run(['{}'], check=True)\nprint('wrapper done')\n",
+            exe.display()
+        ),
+    )
+    .unwrap();
+    let (python, wrap) = (
+        std::path::Path::new("/usr/bin/python3"),
+        wrap.to_str().unwrap(),
+    );
+    let np = PATTERN_RANKS as u32;
+    let h5 = dir.join("job.h5");
+    let traced = launch(Launcher::OpenMpi, np, python, &[wrap], &dir, Some(&h5), &[]);
+    assert_eq!(traced.code, 0, "{}", traced.describe());
+    check_pattern(&report_json(&h5), "malloc", 64, 256);
+    assert!(!dir.join("job.h5.spill").exists(), "{}", traced.describe());
+    let wrappers = std::fs::read_dir(&dir)
+        .unwrap()
+        .flatten()
+        .filter(|e| {
+            let n = e.file_name().to_string_lossy().into_owned();
+            n.starts_with("job-") && n.ends_with(".h5")
+        })
+        .count();
+    assert_eq!(wrappers, np as usize, "{}", traced.describe());
+}
