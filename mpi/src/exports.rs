@@ -65,6 +65,15 @@ pub unsafe extern "C" fn wmhcct_mpi_init(
         *rank = r;
         *size = private.size();
         let buf = std::slice::from_raw_parts_mut(path, cap);
+        if r == 0 && spawned() {
+            // A job started by MPI_Comm_spawn: its report must not be the
+            // parent job's (both would write the same path).
+            let own = spawned_report_path(&buf[..(*len).min(cap)], std::process::id());
+            if own.len() <= cap {
+                buf[..own.len()].copy_from_slice(&own);
+                *len = own.len();
+            }
+        }
         let mut n = [*len as u64];
         private.process_at_rank(0).broadcast_into(&mut n[..]);
         let n = (n[0] as usize).min(cap);
@@ -75,6 +84,54 @@ pub unsafe extern "C" fn wmhcct_mpi_init(
         *c = Some(Private(private));
     }
     0
+}
+
+/// Whether this job was started by another one (`MPI_Comm_spawn`).
+fn spawned() -> bool {
+    // SAFETY: MPI is initialised (the caller runs after MPI_Init);
+    // RSMPI_COMM_NULL is rsmpi's constant, set before MPI_Init and never
+    // written again; MPI_Comm_get_parent only writes the handle, which is
+    // not freed here.
+    unsafe {
+        let null = mpi::ffi::RSMPI_COMM_NULL;
+        let mut parent = null;
+        mpi::ffi::MPI_Comm_get_parent(&mut parent);
+        parent != null
+    }
+}
+
+/// The report of a spawned job whose rank 0 is process `pid`, next to the
+/// one the spawning job writes at `path`: `job.h5` → `job-spawn-<pid>.h5`.
+fn spawned_report_path(path: &[u8], pid: u32) -> Vec<u8> {
+    let name_at = path.iter().rposition(|&b| b == b'/').map_or(0, |i| i + 1);
+    let ext_at = path[name_at..]
+        .iter()
+        .rposition(|&b| b == b'.')
+        .filter(|&i| i > 0)
+        .map_or(path.len(), |i| name_at + i);
+    let mut out = path[..ext_at].to_vec();
+    out.extend_from_slice(format!("-spawn-{pid}").as_bytes());
+    out.extend_from_slice(&path[ext_at..]);
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::spawned_report_path;
+
+    #[test]
+    fn spawned_jobs_name_their_report_after_their_rank_0() {
+        let cases: [(&str, &str); 4] = [
+            ("/runs/job.h5", "/runs/job-spawn-42.h5"),
+            ("/runs/v1.2/job", "/runs/v1.2/job-spawn-42"),
+            ("job.x.h5", "job.x-spawn-42.h5"),
+            ("/runs/.hidden", "/runs/.hidden-spawn-42"),
+        ];
+        for (path, want) in cases {
+            let got = spawned_report_path(path.as_bytes(), 42);
+            assert_eq!(String::from_utf8(got).unwrap(), want, "{path}");
+        }
+    }
 }
 
 /// Merge every rank's profile (`data[..len]`, encoded) up a binomial tree;
