@@ -115,25 +115,6 @@ fn spawned_report_path(path: &[u8], pid: u32) -> Vec<u8> {
     out
 }
 
-#[cfg(test)]
-mod tests {
-    use super::spawned_report_path;
-
-    #[test]
-    fn spawned_jobs_name_their_report_after_their_rank_0() {
-        let cases: [(&str, &str); 4] = [
-            ("/runs/job.h5", "/runs/job-spawn-42.h5"),
-            ("/runs/v1.2/job", "/runs/v1.2/job-spawn-42"),
-            ("job.x.h5", "job.x-spawn-42.h5"),
-            ("/runs/.hidden", "/runs/.hidden-spawn-42"),
-        ];
-        for (path, want) in cases {
-            let got = spawned_report_path(path.as_bytes(), 42);
-            assert_eq!(String::from_utf8(got).unwrap(), want, "{path}");
-        }
-    }
-}
-
 /// Merge every rank's profile (`data[..len]`, encoded) up a binomial tree;
 /// rank 0 hands the job's profile to `sink(bytes, len, ctx)`.
 ///
@@ -162,6 +143,25 @@ pub unsafe extern "C" fn wmhcct_mpi_reduce(
         Err(e) => {
             eprintln!("wmhcct: rank {}: {e}", comm.rank());
             1
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::spawned_report_path;
+
+    #[test]
+    fn spawned_jobs_name_their_report_after_their_rank_0() {
+        let cases: [(&str, &str); 4] = [
+            ("/runs/job.h5", "/runs/job-spawn-42.h5"),
+            ("/runs/v1.2/job", "/runs/v1.2/job-spawn-42"),
+            ("job.x.h5", "job.x-spawn-42.h5"),
+            ("/runs/.hidden", "/runs/.hidden-spawn-42"),
+        ];
+        for (path, want) in cases {
+            let got = spawned_report_path(path.as_bytes(), 42);
+            assert_eq!(String::from_utf8(got).unwrap(), want, "{path}");
         }
     }
 }
