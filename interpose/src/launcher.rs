@@ -34,6 +34,40 @@ pub fn task(get: impl Fn(&str) -> Option<String>) -> Option<(u32, u32)> {
     (size > 1 && rank < size).then_some((rank, size))
 }
 
+/// The executables of MPI launchers and their daemons (Open MPI 4 and 5,
+/// MPICH's Hydra, Slurm), by file name: never traced, so that `wmhcct run
+/// -- mpirun …` or an MPI singleton (which starts Open MPI's `orted`)
+/// traces the ranks only, and a launcher's own report never takes the
+/// job's.
+pub fn is_launcher_program(file_name: &str) -> bool {
+    const LAUNCHERS: [&str; 14] = [
+        "orterun",
+        "mpirun",
+        "mpiexec",
+        "orted",
+        "prte",
+        "prted",
+        "prterun",
+        "prun",
+        "mpiexec.hydra",
+        "mpiexec.mpich",
+        "mpirun.mpich",
+        "hydra_pmi_proxy",
+        "srun",
+        "slurmstepd",
+    ];
+    LAUNCHERS.contains(&file_name)
+}
+
+/// [`is_launcher_program`] for the executable of process `pid` (`self`:
+/// this one).
+pub fn runs_a_launcher(pid: &str) -> bool {
+    std::fs::read_link(format!("/proc/{pid}/exe"))
+        .ok()
+        .and_then(|p| p.file_name().map(|n| n.to_string_lossy().into_owned()))
+        .is_some_and(|n| is_launcher_program(&n))
+}
+
 /// Whether a job-wide line is this process's to print: rank 0's, or any
 /// process's when no launcher said which rank it is.
 pub fn speaks_for_the_job() -> bool {
@@ -95,6 +129,24 @@ mod tests {
         let both = [("SLURM_PROCID", "0"), ("OMPI_COMM_WORLD_RANK", "2")];
         assert_eq!(world_rank(env(&both)), Some(2));
         assert_eq!(world_rank(env(&[("PMI_RANK", "x")])), None);
+    }
+
+    #[test]
+    fn launcher_programs() {
+        for name in [
+            "orterun",
+            "orted",
+            "prterun",
+            "mpiexec.hydra",
+            "hydra_pmi_proxy",
+            "srun",
+        ] {
+            assert!(is_launcher_program(name), "{name}");
+        }
+        for name in ["mpi_pattern", "python3.11", "bash", "mpirun.sh", "lmp"] {
+            assert!(!is_launcher_program(name), "{name}");
+        }
+        assert!(!runs_a_launcher("self"), "the unit-test binary");
     }
 
     #[test]

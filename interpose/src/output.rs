@@ -40,12 +40,15 @@ pub fn profile_path(report: &Path) -> PathBuf {
 }
 
 /// Is our parent process traced too (we were started by a traced program)?
+/// An MPI launcher or daemon with the tracer loaded is not traced
+/// (`launcher::is_launcher_program`): its children are the job's ranks.
 pub fn parent_is_traced() -> bool {
     // SAFETY: getppid has no preconditions.
-    let ppid = unsafe { libc::getppid() };
+    let ppid = unsafe { libc::getppid() }.to_string();
     std::fs::read_to_string(format!("/proc/{ppid}/maps"))
         .map(|maps| maps.contains("libwmhcct"))
         .unwrap_or(false)
+        && !crate::launcher::runs_a_launcher(&ppid)
 }
 
 #[cfg(test)]

@@ -121,6 +121,17 @@ pub fn get(_g: &Guard) -> Option<&'static Tracer> {
                 return unsafe { TRACER.load(Ordering::Acquire).as_ref() };
             }
             UNINIT => {
+                if crate::launcher::runs_a_launcher("self") {
+                    // An MPI launcher or daemon: not traced (its children,
+                    // the ranks, are). Events pass through from now on.
+                    let _ = STATE.compare_exchange(
+                        UNINIT,
+                        FINISHED,
+                        Ordering::AcqRel,
+                        Ordering::Acquire,
+                    );
+                    continue;
+                }
                 if STATE
                     .compare_exchange(UNINIT, INITIALISING, Ordering::AcqRel, Ordering::Acquire)
                     .is_ok()

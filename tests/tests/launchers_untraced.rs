@@ -1,0 +1,78 @@
+//! MPI launchers and daemons are never traced, so that the tracer given to
+//! a launcher reaches the ranks only: `wmhcct run --out job.h5 -- mpirun
+//! -np 4 ./app` (mpirun's own report used to overwrite the job's), and an
+//! MPI singleton (`./app` alone, which starts Open MPI's `orted`, whose
+//! report used to appear beside the program's).
+
+mod mpi_common;
+
+use std::path::Path;
+
+use mpi_common::*;
+use wmhcct_e2e::*;
+
+/// The `.h5` files in `dir`.
+fn reports(dir: &Path) -> Vec<String> {
+    let mut r: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.ends_with(".h5"))
+        .collect();
+    r.sort();
+    r
+}
+
+/// `wmhcct run --out job.h5 -- <launcher…> <exe>`: one report, the job's.
+fn run_wraps_the_launcher(compiler: &str, launcher: &[&str], name: &str) {
+    let work = WorkDir::new(&format!("run-launcher-{name}"));
+    let dir = work.path.clone();
+    let exe = mpi_compile(compiler, "mpi_pattern.c", &dir, &[]);
+    let h5 = dir.join("job.h5");
+    let mut c = command(bin(), &["run", "--out"], &dir);
+    c.arg(&h5).arg("--").args(launcher).arg(&exe);
+    c.env("OMPI_ALLOW_RUN_AS_ROOT", "1")
+        .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1");
+    let out = run_cmd(&mut c, MPI_TIMEOUT);
+    assert_clean_job(&out, &h5);
+    check_pattern(&report_json(&h5), "malloc", 64, 256);
+    assert_eq!(reports(&dir), ["job.h5"], "{}", out.describe());
+}
+
+#[test]
+fn wmhcct_run_of_mpirun_traces_the_ranks_only() {
+    run_wraps_the_launcher("mpicc", &["mpirun", "--oversubscribe", "-np", "4"], "ompi");
+}
+
+#[test]
+fn wmhcct_run_of_mpich_mpiexec_traces_the_ranks_only() {
+    run_wraps_the_launcher("mpicc.mpich", &["mpiexec.mpich", "-n", "4"], "mpich");
+}
+
+/// An Open MPI program run alone starts `orted` for itself, which inherits
+/// the tracer: only the program's report is written.
+#[test]
+fn open_mpi_singleton_writes_one_report() {
+    let work = WorkDir::new("run-launcher-singleton");
+    let dir = work.path.clone();
+    let exe = mpi_compile("mpicc", "mpi_pattern.c", &dir, &[]);
+    let h5 = dir.join("one.h5");
+    let out = run_traced(
+        &exe,
+        &[] as &[&str],
+        &dir,
+        &h5,
+        &[
+            ("OMPI_ALLOW_RUN_AS_ROOT", "1"),
+            ("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1"),
+        ],
+    );
+    assert_clean_job(&out, &h5);
+    let r = report_json(&h5);
+    assert_eq!(r["ranks"], 1);
+    let a = context(&r, "ctx_a", "malloc").expect("context A");
+    assert_eq!(a["count"], PATTERN_K, "A: {a}");
+    // orted outlives the program by a moment: let it finish first.
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    assert_eq!(reports(&dir), ["one.h5"], "{}", out.describe());
+}
