@@ -294,12 +294,15 @@ pub fn write(g: &Guard, t: &Tracer, reason: &str) {
     };
     // SAFETY: getpid has no preconditions.
     let pid = unsafe { libc::getpid() } as u32;
-    let report = output::report_path(
-        t.config.out.as_deref(),
-        &t.cwd,
-        pid,
-        t.descendant.load(Ordering::Acquire) || wrapper,
-    );
+    let path = |own: bool| output::report_path(t.config.out.as_deref(), &t.cwd, pid, own);
+    let mut report = path(t.descendant.load(Ordering::Acquire) || wrapper);
+    if written_since_start(t, &report) {
+        // Another process wrote this report while this one ran: an MPI
+        // job this process started (a shell script around `mpirun`, Intel
+        // MPI's `mpirun` script). That report is the job's; this process's
+        // goes beside it, under its pid.
+        report = path(true);
+    }
     match wmhcct_format::encode(&profile) {
         Ok(bytes) => convert(t, &bytes, &report),
         Err(e) => crate::diag::message(&["cannot encode the profile: ", &e.to_string()]),

@@ -76,3 +76,36 @@ fn open_mpi_singleton_writes_one_report() {
     std::thread::sleep(std::time::Duration::from_millis(500));
     assert_eq!(reports(&dir), ["one.h5"], "{}", out.describe());
 }
+
+/// A shell around the launcher (`wmhcct run -- ./job.sh`, or a launcher
+/// that is itself a script, as Intel MPI's `mpirun`): the shell is traced,
+/// the job writes the report first, and the shell's report goes beside it
+/// under its pid instead of over it.
+#[test]
+fn a_shell_around_mpirun_leaves_the_job_report_alone() {
+    let work = WorkDir::new("run-launcher-shell");
+    let dir = work.path.clone();
+    let exe = mpi_compile("mpicc", "mpi_pattern.c", &dir, &[]);
+    let h5 = dir.join("job.h5");
+    let script = format!(
+        "mpirun --oversubscribe -np 4 '{}'; echo job done",
+        exe.display()
+    );
+    let mut c = command(bin(), &["run", "--out"], &dir);
+    c.arg(&h5).args(["--", "/bin/bash", "-c", script.as_str()]);
+    c.env("OMPI_ALLOW_RUN_AS_ROOT", "1")
+        .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1");
+    let out = run_cmd(&mut c, MPI_TIMEOUT);
+    assert_eq!(out.code, 0, "{}", out.describe());
+    check_pattern(&report_json(&h5), "malloc", 64, 256);
+    let all = reports(&dir);
+    assert_eq!(
+        all.len(),
+        2,
+        "the job's and the shell's: {}",
+        out.describe()
+    );
+    let shell = all.iter().find(|n| n.as_str() != "job.h5").unwrap();
+    assert!(shell.starts_with("job-"), "{shell}");
+    assert_eq!(report_json(&dir.join(shell))["ranks"], 1);
+}
