@@ -590,3 +590,28 @@ pub fn write_script(dir: &Path, name: &str, body: &str) -> PathBuf {
     let _ = Command::new("chmod").arg("+x").arg(&path).status();
     path
 }
+
+/// The files in `dir` whose names start with `prefix` and end with
+/// `suffix`, sorted.
+pub fn files_named(dir: &Path, prefix: &str, suffix: &str) -> Vec<PathBuf> {
+    let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
+        .map(|d| d.flatten().map(|e| e.path()).collect())
+        .unwrap_or_default();
+    files.retain(|p| {
+        let n = p
+            .file_name()
+            .map(|n| n.to_string_lossy())
+            .unwrap_or_default();
+        n.starts_with(prefix) && n.ends_with(suffix)
+    });
+    files.sort();
+    files
+}
+
+/// The lines of `s`, sorted: the output of several ranks, whose lines
+/// interleave in any order.
+pub fn sorted_lines(s: &str) -> Vec<String> {
+    let mut lines: Vec<String> = s.lines().map(str::to_owned).collect();
+    lines.sort();
+    lines
+}

@@ -34,14 +34,10 @@ fn task_farm(launcher: Launcher, name: &str) {
     );
     assert!(!h5.exists(), "no process wrote the shared report");
     let spill = dir.join("farm.h5.spill");
-    let mut names: Vec<String> = std::fs::read_dir(&spill)
-        .map(|d| {
-            d.flatten()
-                .map(|e| e.file_name().to_string_lossy().into_owned())
-                .collect()
-        })
-        .unwrap_or_default();
-    names.sort();
+    let names: Vec<String> = files_named(&spill, "", "")
+        .iter()
+        .map(|p| p.file_name().unwrap().to_string_lossy().into_owned())
+        .collect();
     assert_eq!(
         names,
         ["rank-0.wmprof", "rank-1.wmprof", "rank-2.wmprof"],
@@ -106,28 +102,14 @@ fn wrapper_scripts_leave_the_job_report_alone() {
     let h5 = dir.join("job.h5");
     let traced = launch(Launcher::OpenMpi, np, bash, &[wrap], &dir, Some(&h5), &[]);
     assert_eq!(traced.code, 0, "{}", traced.describe());
-    // The ranks' lines interleave in any order.
-    let lines = |s: &str| {
-        let mut l: Vec<String> = s.lines().map(str::to_owned).collect();
-        l.sort();
-        l
-    };
     assert_eq!(
-        lines(&traced.stdout),
-        lines(&plain.stdout),
+        sorted_lines(&traced.stdout),
+        sorted_lines(&plain.stdout),
         "stdout changed"
     );
     check_pattern(&report_json(&h5), "malloc", 64, 256);
     assert!(!dir.join("job.h5.spill").exists(), "{}", traced.describe());
-    let shells: Vec<_> = std::fs::read_dir(&dir)
-        .unwrap()
-        .flatten()
-        .map(|e| e.path())
-        .filter(|p| {
-            let n = p.file_name().unwrap().to_string_lossy().into_owned();
-            n.starts_with("job-") && n.ends_with(".h5")
-        })
-        .collect();
+    let shells = files_named(&dir, "job-", ".h5");
     assert_eq!(shells.len(), np as usize, "{}", traced.describe());
     for s in &shells {
         assert_eq!(report_json(s)["ranks"], 1, "{}", s.display());
@@ -161,13 +143,6 @@ fn python_wrappers_leave_the_job_report_alone() {
     assert_eq!(traced.code, 0, "{}", traced.describe());
     check_pattern(&report_json(&h5), "malloc", 64, 256);
     assert!(!dir.join("job.h5.spill").exists(), "{}", traced.describe());
-    let wrappers = std::fs::read_dir(&dir)
-        .unwrap()
-        .flatten()
-        .filter(|e| {
-            let n = e.file_name().to_string_lossy().into_owned();
-            n.starts_with("job-") && n.ends_with(".h5")
-        })
-        .count();
+    let wrappers = files_named(&dir, "job-", ".h5").len();
     assert_eq!(wrappers, np as usize, "{}", traced.describe());
 }

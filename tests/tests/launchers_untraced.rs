@@ -11,16 +11,12 @@ use std::path::Path;
 use mpi_common::*;
 use wmhcct_e2e::*;
 
-/// The `.h5` files in `dir`.
+/// The names of the `.h5` files in `dir`.
 fn reports(dir: &Path) -> Vec<String> {
-    let mut r: Vec<String> = std::fs::read_dir(dir)
-        .unwrap()
-        .flatten()
-        .map(|e| e.file_name().to_string_lossy().into_owned())
-        .filter(|n| n.ends_with(".h5"))
-        .collect();
-    r.sort();
-    r
+    files_named(dir, "", ".h5")
+        .iter()
+        .map(|p| p.file_name().unwrap().to_string_lossy().into_owned())
+        .collect()
 }
 
 /// `wmhcct run --out job.h5 -- <launcher…> <exe>`: one report, the job's.

@@ -21,21 +21,8 @@ fn a_spawned_job_writes_its_own_report() {
     let h5 = dir.join("job.h5");
     let traced = launch(Launcher::OpenMpi, 2, &exe, &[], &dir, Some(&h5), &[]);
     assert_eq!(traced.code, 0, "{}", traced.describe());
-    let sorted = |s: &str| {
-        let mut l: Vec<String> = s.lines().map(str::to_owned).collect();
-        l.sort();
-        l
-    };
-    assert_eq!(sorted(&traced.stdout), sorted(&plain.stdout));
-    let spawned: Vec<_> = std::fs::read_dir(&dir)
-        .unwrap()
-        .flatten()
-        .map(|e| e.path())
-        .filter(|p| {
-            let n = p.file_name().unwrap().to_string_lossy().into_owned();
-            n.starts_with("job-spawn-") && n.ends_with(".h5")
-        })
-        .collect();
+    assert_eq!(sorted_lines(&traced.stdout), sorted_lines(&plain.stdout));
+    let spawned = files_named(&dir, "job-spawn-", ".h5");
     assert_eq!(spawned.len(), 1, "{}", traced.describe());
     // One closing line per job (its rank 0's), and nothing else.
     let lines = tracer_lines(&traced.stderr);
