@@ -1,7 +1,8 @@
 //! What the MPI launcher tells each rank through its environment, before
 //! MPI is initialised (or in a program that never uses MPI): the rank and
 //! the number of processes (lines that say the same on every rank of a job
-//! are rank 0's only), and whether the job runs several executables.
+//! are rank 0's only), the ranks on this node (`placement.rs`), and whether
+//! the job runs several executables.
 
 /// The rank variables of Open MPI's `mpirun`, PMI (MPICH's Hydra, Intel
 /// MPI), PMIx, and Slurm's `srun`, in that order.
@@ -102,16 +103,65 @@ pub fn app_contexts(get: impl Fn(&str) -> Option<String>) -> Option<(u32, bool)>
     Some((n, first))
 }
 
+/// Ranks on this node, from the variables the launchers set in each rank:
+/// Open MPI's `mpirun`, MPICH's Hydra, then Slurm's `srun` (the step's
+/// tasks per node, indexed by this node's number).
+pub fn local_ranks(get: &impl Fn(&str) -> Option<String>) -> Option<usize> {
+    for var in ["OMPI_COMM_WORLD_LOCAL_SIZE", "MPI_LOCALNRANKS"] {
+        if let Some(n) = get(var).and_then(|v| v.trim().parse::<usize>().ok()) {
+            return Some(n);
+        }
+    }
+    let node = get("SLURM_NODEID")
+        .and_then(|v| v.trim().parse::<usize>().ok())
+        .unwrap_or(0);
+    ["SLURM_STEP_TASKS_PER_NODE", "SLURM_TASKS_PER_NODE"]
+        .iter()
+        .find_map(|var| get(var).and_then(|v| slurm_tasks_on_node(&v, node)))
+}
+
+/// Slurm's compressed tasks-per-node list, e.g. `4(x2),3`: 4 tasks on
+/// nodes 0 and 1, 3 on node 2. The count of node `node`, if listed.
+fn slurm_tasks_on_node(list: &str, node: usize) -> Option<usize> {
+    let mut first = 0usize;
+    for part in list.trim().split(',') {
+        let (count, repeat) = match part.split_once("(x") {
+            Some((c, r)) => (c, r.strip_suffix(')')?.parse::<usize>().ok()?),
+            None => (part, 1),
+        };
+        let count = count.parse::<usize>().ok()?;
+        if node < first.checked_add(repeat)? {
+            return Some(count);
+        }
+        first += repeat;
+    }
+    None
+}
+
+/// For tests: `vars` as the environment lookup the functions here take.
+#[cfg(test)]
+pub(crate) fn env<'a>(vars: &'a [(&'a str, &'a str)]) -> impl Fn(&str) -> Option<String> + 'a {
+    move |k| {
+        vars.iter()
+            .find(|(n, _)| *n == k)
+            .map(|(_, v)| v.to_string())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    fn env<'a>(vars: &'a [(&'a str, &'a str)]) -> impl Fn(&str) -> Option<String> + 'a {
-        move |k| {
-            vars.iter()
-                .find(|(n, _)| *n == k)
-                .map(|(_, v)| v.to_string())
-        }
+    #[test]
+    fn parses_slurm_tasks_per_node() {
+        assert_eq!(slurm_tasks_on_node("4", 0), Some(4));
+        assert_eq!(slurm_tasks_on_node("4(x2),3", 0), Some(4));
+        assert_eq!(slurm_tasks_on_node("4(x2),3", 1), Some(4));
+        assert_eq!(slurm_tasks_on_node("4(x2),3", 2), Some(3));
+        assert_eq!(slurm_tasks_on_node("4(x2),3", 3), None);
+        assert_eq!(slurm_tasks_on_node("2,1(x3)", 3), Some(1));
+        assert_eq!(slurm_tasks_on_node("bogus", 0), None);
+        assert_eq!(slurm_tasks_on_node("4(x", 0), None);
     }
 
     #[test]

@@ -29,6 +29,17 @@ fn loaded_objects() -> Vec<CString> {
     names
 }
 
+/// `dlsym(handle, name)` (`RTLD_NEXT`, `RTLD_DEFAULT`), else [`find`]: a
+/// symbol of an MPI library loaded out of the handle's reach.
+pub fn lookup(handle: *mut c_void, name: &CStr) -> usize {
+    // SAFETY: dlsym with a pseudo-handle or a handle from dlopen, and a
+    // NUL-terminated name.
+    match unsafe { libc::dlsym(handle, name.as_ptr()) } as usize {
+        0 => find(name),
+        f => f,
+    }
+}
+
 /// The address of `name` in the first loaded object that defines it, or
 /// in that object's dependencies (as `dlsym` on its handle searches); 0
 /// when none does. Each object is only looked up (`RTLD_NOLOAD`), never

@@ -52,13 +52,9 @@ pub fn next_symbol(cache: &AtomicUsize, name: &CStr) -> usize {
         return f;
     }
     let _g = Guard::acquire();
-    // SAFETY: `name` is NUL-terminated; dlsym has no other preconditions.
-    let mut f = unsafe { libc::dlsym(libc::RTLD_NEXT, name.as_ptr()) } as usize;
-    if f == 0 {
-        // An MPI library outside the global scope (mpi4py: Python loads it
-        // with its extension, RTLD_LOCAL).
-        f = crate::loaded_symbol::find(name);
-    }
+    // Also an MPI library outside the global scope (mpi4py: Python loads
+    // it with its extension, RTLD_LOCAL).
+    let f = crate::loaded_symbol::lookup(libc::RTLD_NEXT, name);
     cache.store(f, Ordering::Release);
     f
 }

@@ -35,13 +35,7 @@ fn say(parts: &[&str]) {
 /// it loaded, MPI among them), else of any loaded object (an MPI library
 /// that Python loaded with mpi4py, `RTLD_LOCAL`), or null.
 fn global_symbol(name: &CStr) -> *mut c_void {
-    // SAFETY: dlsym with RTLD_DEFAULT and a NUL-terminated name.
-    let f = unsafe { libc::dlsym(libc::RTLD_DEFAULT, name.as_ptr()) };
-    if f.is_null() {
-        crate::loaded_symbol::find(name) as *mut c_void
-    } else {
-        f
-    }
+    crate::loaded_symbol::lookup(libc::RTLD_DEFAULT, name) as *mut c_void
 }
 
 /// The MPI family of this process, or the first line of its library's

@@ -56,47 +56,12 @@ pub fn usable_cpus() -> usize {
 pub fn host(cpus: usize, get: impl Fn(&str) -> Option<String>) -> Host {
     Host {
         cpus,
-        local_ranks: local_ranks(&get).unwrap_or(1).max(1),
+        local_ranks: crate::launcher::local_ranks(&get).unwrap_or(1).max(1),
         threads_per_rank: get("OMP_NUM_THREADS")
             .and_then(|v| first_number(&v))
             .unwrap_or(1)
             .max(1),
     }
-}
-
-/// Ranks on this node, from the variables the launchers set in each rank:
-/// Open MPI's `mpirun`, MPICH's Hydra, then Slurm's `srun` (the step's
-/// tasks per node, indexed by this node's number).
-fn local_ranks(get: &impl Fn(&str) -> Option<String>) -> Option<usize> {
-    for var in ["OMPI_COMM_WORLD_LOCAL_SIZE", "MPI_LOCALNRANKS"] {
-        if let Some(n) = get(var).and_then(|v| v.trim().parse::<usize>().ok()) {
-            return Some(n);
-        }
-    }
-    let node = get("SLURM_NODEID")
-        .and_then(|v| v.trim().parse::<usize>().ok())
-        .unwrap_or(0);
-    ["SLURM_STEP_TASKS_PER_NODE", "SLURM_TASKS_PER_NODE"]
-        .iter()
-        .find_map(|var| get(var).and_then(|v| slurm_tasks_on_node(&v, node)))
-}
-
-/// Slurm's compressed tasks-per-node list, e.g. `4(x2),3`: 4 tasks on
-/// nodes 0 and 1, 3 on node 2. The count of node `node`, if listed.
-fn slurm_tasks_on_node(list: &str, node: usize) -> Option<usize> {
-    let mut first = 0usize;
-    for part in list.trim().split(',') {
-        let (count, repeat) = match part.split_once("(x") {
-            Some((c, r)) => (c, r.strip_suffix(')')?.parse::<usize>().ok()?),
-            None => (part, 1),
-        };
-        let count = count.parse::<usize>().ok()?;
-        if node < first.checked_add(repeat)? {
-            return Some(count);
-        }
-        first += repeat;
-    }
-    None
 }
 
 /// The first number of a comma-separated list (`OMP_NUM_THREADS=8,2`: 8 at
@@ -108,15 +73,7 @@ fn first_number(v: &str) -> Option<usize> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::collections::HashMap;
-
-    fn env(vars: &[(&str, &str)]) -> impl Fn(&str) -> Option<String> {
-        let m: HashMap<String, String> = vars
-            .iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect();
-        move |k| m.get(k).cloned()
-    }
+    use crate::launcher::env;
 
     fn auto(cpus: usize, vars: &[(&str, &str)]) -> CollectorPlacement {
         resolve(CollectorPlacement::Auto, &host(cpus, env(vars)), true)
@@ -166,14 +123,6 @@ mod tests {
 
     #[test]
     fn slurm_tasks_per_node() {
-        assert_eq!(slurm_tasks_on_node("4", 0), Some(4));
-        assert_eq!(slurm_tasks_on_node("4(x2),3", 0), Some(4));
-        assert_eq!(slurm_tasks_on_node("4(x2),3", 1), Some(4));
-        assert_eq!(slurm_tasks_on_node("4(x2),3", 2), Some(3));
-        assert_eq!(slurm_tasks_on_node("4(x2),3", 3), None);
-        assert_eq!(slurm_tasks_on_node("2,1(x3)", 3), Some(1));
-        assert_eq!(slurm_tasks_on_node("bogus", 0), None);
-        assert_eq!(slurm_tasks_on_node("4(x", 0), None);
         // The step's list wins over the job's; the node number picks.
         let h = host(
             8,

@@ -59,6 +59,10 @@ fn command_line() -> (String, Vec<String>) {
 
 /// Build the profile of this process from the tracer's state.
 pub fn build(t: &Tracer, core: &Core, reason: &str) -> Profile {
+    // The MPI job's, else the launcher's (a task of a launch without MPI).
+    let rank_and_size = tracer::job(t)
+        .map(|j| (j.rank, j.size))
+        .or_else(|| launch_task(t));
     let (program, args) = command_line();
     let mut records = core.records.clone();
     let (tree, mpi_tree) = {
@@ -93,12 +97,8 @@ pub fn build(t: &Tracer, core: &Core, reason: &str) -> Profile {
             start_unix_ns: t.start_unix_ns,
             end_unix_ns: t.start_unix_ns + (tracer::now_mono_ns() - t.start_mono_ns),
             threads: core.threads,
-            rank: tracer::job(t)
-                .map(|j| j.rank)
-                .or(launch_task(t).map(|(r, _)| r)),
-            nranks: tracer::job(t)
-                .map(|j| j.size)
-                .or(launch_task(t).map(|(_, n)| n)),
+            rank: rank_and_size.map(|(r, _)| r),
+            nranks: rank_and_size.map(|(_, n)| n),
             reason: reason.to_string(),
             tracer_version: env!("CARGO_PKG_VERSION").to_string(),
         },
@@ -248,9 +248,8 @@ fn release_tables(t: &Tracer, core: &mut Core) {
 /// Take the report of a process that is not (or no longer) part of an MPI
 /// job: write the profile, convert it.
 pub fn write(g: &Guard, t: &Tracer, reason: &str) {
-    if let Some(job) = tracer::job(t) {
+    if tracer::job(t).is_some() {
         // An MPI rank that never reached MPI_Finalize.
-        let _ = job;
         spill(g, t, reason);
         return;
     }
@@ -271,8 +270,12 @@ pub fn write(g: &Guard, t: &Tracer, reason: &str) {
         let Some(profile) = take(g, t, reason) else {
             return;
         };
-        let Ok(bytes) = wmhcct_format::encode(&profile) else {
-            return;
+        let bytes = match wmhcct_format::encode(&profile) {
+            Ok(b) => b,
+            Err(e) => {
+                crate::diag::message(&["cannot encode the profile: ", &e.to_string()]);
+                return;
+            }
         };
         if let Some((dir, report)) = spill_as(t, &bytes, &format!("rank-{rank}.wmprof")) {
             if rank == 0 {
