@@ -38,6 +38,7 @@ mod real;
 mod report;
 mod reserve;
 mod signals;
+mod stack_memory;
 mod thread;
 pub mod tracer;
 

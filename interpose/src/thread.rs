@@ -10,6 +10,7 @@ use wmhcct_collector::Cursor;
 use wmhcct_unwinder::{HeuristicConfig, Mode, ThreadUnwinder, UnwindStats};
 
 use crate::config::{Config, UnwindMode};
+use crate::stack_memory::OwnStack;
 
 /// Proof that the core lock is held: `tracer::Core` owns the only one, so
 /// `&mut CursorAccess` is borrowed from a locked core.
@@ -83,8 +84,8 @@ pub struct ThreadState {
     pub captures: u64,
     /// The capture `frames` was filled from.
     pub frames_of: u64,
-    /// Highest address of this thread's stack (exclusive).
-    pub stack_hi: u64,
+    /// This thread's own stack.
+    pub stack: OwnStack,
     /// Unwind statistics already added to the process totals.
     pub reported: UnwindStats,
     /// Counted in the process's thread total.
@@ -124,7 +125,7 @@ impl ThreadState {
             frames: Vec::with_capacity(cfg.max_depth + 1),
             captures: 0,
             frames_of: 0,
-            stack_hi: stack_top(),
+            stack: OwnStack::current(),
             reported: UnwindStats::default(),
             counted: false,
             modules: None,
@@ -159,53 +160,6 @@ impl ThreadState {
         self.reported = now;
         d
     }
-}
-
-/// Top of the calling thread's stack.
-fn stack_top() -> u64 {
-    // SAFETY: getpid and gettid have no preconditions.
-    let main = unsafe { libc::getpid() == libc::gettid() };
-    if main {
-        // Not pthread_getattr_np: for the main thread it reads
-        // /proc/self/maps with fopen while holding the thread's lock, and
-        // that fopen's malloc lands here on the thread's first event: a
-        // self-deadlock. Read the maps ourselves (the tracer's own
-        // allocations go straight to glibc) and take the end of the mapping
-        // that holds the stack pointer.
-        let here = &main as *const bool as u64;
-        return std::fs::read("/proc/self/maps")
-            .ok()
-            .and_then(|maps| mapping_end(&maps, here))
-            .unwrap_or(0);
-    }
-    // SAFETY: pthread_getattr_np fills an attr we destroy afterwards; for a
-    // thread other than the main one it reads no file and does not allocate.
-    unsafe {
-        let mut attr: libc::pthread_attr_t = std::mem::zeroed();
-        if libc::pthread_getattr_np(libc::pthread_self(), &mut attr) != 0 {
-            return 0;
-        }
-        let mut addr: *mut libc::c_void = std::ptr::null_mut();
-        let mut size: usize = 0;
-        let rc = libc::pthread_attr_getstack(&attr, &mut addr, &mut size);
-        libc::pthread_attr_destroy(&mut attr);
-        if rc != 0 {
-            return 0;
-        }
-        addr as u64 + size as u64
-    }
-}
-
-/// The end of the mapping in `maps` (the text of /proc/self/maps) that
-/// contains `addr`.
-fn mapping_end(maps: &[u8], addr: u64) -> Option<u64> {
-    maps.split(|&b| b == b'\n').find_map(|line| {
-        let range = line.split(|&b| b == b' ').next()?;
-        let mut ends = range.split(|&b| b == b'-');
-        let hex = |s: &[u8]| u64::from_str_radix(std::str::from_utf8(s).ok()?, 16).ok();
-        let (start, end) = (hex(ends.next()?)?, hex(ends.next()?)?);
-        (start <= addr && addr < end).then_some(end)
-    })
 }
 
 /// The TLS slot: a plain pointer (no Rust TLS destructor: registering one
@@ -281,35 +235,5 @@ impl Slot {
     /// Forget the state (its owner, the key destructor, frees it).
     pub fn clear(&self) {
         self.0.set(std::ptr::null_mut());
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn finds_the_mapping_of_an_address() {
-        let maps = b"00400000-00452000 r-xp 00000000 08:02 173521 /usr/bin/x\n\
-7ffc0000a000-7ffc0002b000 rw-p 00000000 00:00 0 [stack]\n";
-        assert_eq!(mapping_end(maps, 0x7ffc_0001_0000), Some(0x7ffc0002b000));
-        assert_eq!(mapping_end(maps, 0x400000), Some(0x452000));
-        assert_eq!(mapping_end(maps, 0x452000), None);
-        assert_eq!(mapping_end(b"garbage\n", 1), None);
-    }
-
-    #[test]
-    fn the_stack_top_is_above_this_frame() {
-        let x = 0u64;
-        let here = &x as *const u64 as u64;
-        let top = stack_top();
-        assert!(top > here, "{top:#x} <= {here:#x}");
-        let t = std::thread::spawn(|| {
-            let y = 0u64;
-            (stack_top(), &y as *const u64 as u64)
-        })
-        .join()
-        .unwrap();
-        assert!(t.0 > t.1);
     }
 }

@@ -10,7 +10,9 @@ use std::sync::Arc;
 
 use wmhcct_collector::{Collector, CollectorConfig, SeriesConfig};
 use wmhcct_format::{AllocKind, ALLOC_KINDS, MPI_KINDS};
-use wmhcct_unwinder::{ModuleData, Modules, Regs, Stop, UnwindStats};
+use wmhcct_unwinder::{Capture, ModuleData, Modules, Regs, Stop, UnwindStats};
+
+use crate::stack_memory::SwitchedStack;
 
 use wmhcct_collector::packet::Event;
 
@@ -242,7 +244,24 @@ fn split_scan(
         scanned.push(m.unwind.clone());
         table.add(m.unwind);
     }
+    let root = makecontext_root();
+    table.set_stack_root(root.filter(|&ra| table.contains(ra)));
     (table, records, scanned)
+}
+
+/// glibc's coroutine trampoline (`stack_memory::makecontext_root`), found
+/// once (0: not yet; 1: none).
+fn makecontext_root() -> Option<u64> {
+    static ROOT: AtomicU64 = AtomicU64::new(0);
+    match ROOT.load(Ordering::Relaxed) {
+        0 => {
+            let r = crate::stack_memory::makecontext_root();
+            ROOT.store(r.unwrap_or(1), Ordering::Relaxed);
+            r
+        }
+        1 => None,
+        r => Some(r),
+    }
 }
 
 /// Re-read the loaded objects if the loader's generation changed.
@@ -305,32 +324,16 @@ fn capture(t: &Tracer, ts: &mut ThreadState, now: u64, regs: Regs) -> (usize, u6
         return (0, 0);
     }
     let validate = t.config.validate > 0.0 && ts.random() < t.config.validate;
-    let lo = regs.sp;
-    let hi = ts.stack_hi;
-    let mut read = |addr: u64| -> Result<u64, ()> {
-        if addr >= lo && addr.checked_add(8).is_some_and(|end| end <= hi) {
-            // SAFETY: [lo, hi) is the live part of this thread's own stack
-            // (from our frame up to the stack's top), mapped and readable.
-            Ok(unsafe { (addr as *const u64).read_unaligned() })
-        } else {
-            Err(())
-        }
+    let cap = if ts.stack.holds(regs.sp) {
+        let stack = ts.stack;
+        capture_with(t, ts, now, regs, validate, false, &mut |a| {
+            stack.read(regs.sp, a)
+        })
+    } else {
+        // A coroutine's, user-level thread's or alternate signal stack.
+        let mut stack = SwitchedStack::new(regs.sp);
+        capture_with(t, ts, now, regs, validate, true, &mut |a| stack.read(a))
     };
-    let mut cap = {
-        let m = thread_modules(t, &mut ts.modules);
-        ts.captures += 1;
-        ts.unwinder
-            .capture(m, regs, t.self_text.clone(), &mut read, now, validate)
-    };
-    // An address in no known module: perhaps an object loaded since (MPI
-    // loads its plugins late). Re-read the table if the loader changed.
-    if matches!(ts.unwinder.last_stop(), Stop::OutsideModules(_)) && refresh_modules(t) {
-        let m = thread_modules(t, &mut ts.modules);
-        ts.captures += 1;
-        cap = ts
-            .unwinder
-            .capture(m, regs, t.self_text.clone(), &mut read, now, validate);
-    }
     // `ts.frames` holds the previous capture's return addresses: kept when
     // this capture is that stack unchanged.
     let same = ts.frames_of + 1 == ts.captures
@@ -345,6 +348,40 @@ fn capture(t: &Tracer, ts: &mut ThreadState, now: u64, regs: Regs) -> (usize, u6
     // The hint is relative to the unwinder's previous capture: exact for a
     // cursor whose path came from it (a retry above counts twice).
     (cap.unchanged_root.min(ts.frames.len()), ts.captures)
+}
+
+/// `capture` with the stack reads for the stack the thread is on.
+#[inline(always)]
+fn capture_with<R: FnMut(u64) -> Result<u64, ()>>(
+    t: &Tracer,
+    ts: &mut ThreadState,
+    now: u64,
+    regs: Regs,
+    validate: bool,
+    switched: bool,
+    read: &mut R,
+) -> Capture {
+    ts.unwinder.set_foreign_stack(switched);
+    let mut cap = {
+        let m = thread_modules(t, &mut ts.modules);
+        ts.captures += 1;
+        ts.unwinder
+            .capture(m, regs, t.self_text.clone(), read, now, validate)
+    };
+    // An address in no known module: perhaps an object loaded since (MPI
+    // loads its plugins late). Re-read the table if the loader changed.
+    let outside = matches!(
+        ts.unwinder.last_stop(),
+        Stop::OutsideModules(_) | Stop::ForeignEnd(Some(_))
+    );
+    if outside && refresh_modules(t) {
+        let m = thread_modules(t, &mut ts.modules);
+        ts.captures += 1;
+        cap = ts
+            .unwinder
+            .capture(m, regs, t.self_text.clone(), read, now, validate);
+    }
+    cap
 }
 
 /// The thread's reference to the current module table, renewed (under the

@@ -45,6 +45,8 @@ pub struct ThreadUnwinder {
     text: (u64, (u64, u64)),
     /// The capture point (pc, sp) of the latest capture.
     last_point: (u64, u64),
+    /// See [`ThreadUnwinder::set_foreign_stack`].
+    foreign: bool,
 }
 
 impl ThreadUnwinder {
@@ -78,6 +80,7 @@ impl ThreadUnwinder {
             stats: UnwindStats::default(),
             text: (0, (0, 0)),
             last_point: (0, 0),
+            foreign: false,
         }
     }
 
@@ -117,6 +120,15 @@ impl ThreadUnwinder {
     /// address no known module covers (so that the module list can be refreshed).
     pub fn last_stop(&self) -> Stop {
         self.last_stop
+    }
+
+    /// Whether the next captures are on a stack the thread switched to (a
+    /// coroutine's or user-level thread's, a signal handler's alternate
+    /// stack) rather than its own: a walk there that fails or leaves the
+    /// modules after at least one frame has reached that stack's end
+    /// ([`Stop::ForeignEnd`]), a complete stack and no error.
+    pub fn set_foreign_stack(&mut self, foreign: bool) {
+        self.foreign = foreign;
     }
 
     /// Forgets the previous stack, so the next heuristic capture is a full unwind (e.g.
@@ -268,6 +280,13 @@ impl ThreadUnwinder {
         if self.mode == Mode::Fp && !self.cur.is_empty() {
             if let Stop::Failed(e) = w.stop {
                 w.stop = Stop::ChainEnd(e);
+            }
+        }
+        if self.foreign && !self.cur.is_empty() {
+            match w.stop {
+                Stop::Failed(_) | Stop::ChainEnd(_) => w.stop = Stop::ForeignEnd(None),
+                Stop::OutsideModules(ra) => w.stop = Stop::ForeignEnd(Some(ra)),
+                _ => {}
             }
         }
         let truncated = w.truncated();
@@ -647,6 +666,82 @@ mod tests {
         // Absurd depths are clamped, not allocated.
         let t = ThreadUnwinder::new(Mode::Full, cfg(usize::MAX));
         assert_eq!(t.config().max_depth, HeuristicConfig::MAX_DEPTH_LIMIT);
+    }
+
+    /// glibc's coroutine trampoline under a `makecontext` entry function:
+    /// the walk ends there, complete, without the trampoline's frame, in
+    /// every mode, and the heuristic reuses such a stack.
+    #[test]
+    fn a_stack_root_ends_the_walk_without_its_frame() {
+        const ROOT: u64 = 0x2710;
+        let st = FpStack::build(&[(A, 32), (ROOT, 8), (B, 16), (C, 8)]);
+        let mut modules = fp_modules();
+        modules.set_stack_root(Some(ROOT));
+        for mode in [Mode::Fp, Mode::Full, Mode::First, Mode::Second] {
+            let mut t = ThreadUnwinder::with_steps(mode, checked(64), StepKind::Fp);
+            for now in 0..3 {
+                let c = t.capture(&modules, st.regs, TRACER, &mut st.reader(), now, true);
+                let ras: Vec<u64> = t.frames().iter().map(|f| f.ra).collect();
+                assert_eq!(ras, [C, B], "{mode}");
+                assert!(!c.error && !c.truncated);
+                assert_eq!(c.validated, Some(true));
+                if now > 0 && matches!(mode, Mode::First | Mode::Second) {
+                    assert_eq!(c.unwound, 0, "{mode}: reused whole");
+                }
+            }
+            assert_ne!(t.last_stop(), Stop::OutsideModules(ROOT));
+            assert_eq!(t.stats().errors, 0);
+        }
+        // Without the root the walk goes on through it.
+        let mut t = ThreadUnwinder::new(Mode::Fp, cfg(64));
+        cap(&mut t, &st, 0, false);
+        assert_eq!(t.frames(), truth(&st));
+    }
+
+    /// On a stack the thread switched to, a walk that fails or leaves the
+    /// modules after its first frame has reached that stack's end: no error,
+    /// and a reference for the heuristic. On the thread's own stack the same
+    /// walk is an error, and a stack that fails before any frame is one on
+    /// either.
+    #[test]
+    fn a_switched_stack_ends_where_the_walk_fails() {
+        let st = FpStack::build(&[(A, 32), (B, 16), (C, 8), (D, 24)]);
+        let hole = truth(&st)[2].sp - 16; // frame record of the third frame
+        let mut read = |a: u64| if a == hole { Err(()) } else { st.read(a) };
+        for mode in [Mode::Full, Mode::First, Mode::Second] {
+            let mut t = ThreadUnwinder::with_steps(mode, checked(64), StepKind::Fp);
+            t.set_foreign_stack(true);
+            for now in 0..3 {
+                let c = t.capture(&fp_modules(), st.regs, TRACER, &mut read, now, true);
+                assert_eq!(t.frames(), &truth(&st)[..2], "{mode}");
+                assert!(!c.error, "{mode}");
+                if now > 0 && mode != Mode::Full {
+                    assert_eq!((c.unwound, c.reused), (0, 2), "{mode}");
+                } else {
+                    assert_eq!(t.last_stop(), Stop::ForeignEnd(None), "{mode}");
+                }
+            }
+            assert_eq!(t.stats().errors, 0);
+            assert_eq!(t.stats().reseeds, u64::from(mode != Mode::Full));
+            // Back on its own stack the same walk is an error.
+            t.set_foreign_stack(false);
+            t.forget();
+            let c = t.capture(&fp_modules(), st.regs, TRACER, &mut read, 5, false);
+            assert!(c.error, "{mode}");
+            // Nothing readable at all: an error on a switched stack too.
+            t.set_foreign_stack(true);
+            let mut nothing = |_a: u64| Err(());
+            let c = t.capture(&fp_modules(), st.regs, TRACER, &mut nothing, 6, false);
+            assert!(c.error && c.depth == 0, "{mode}");
+        }
+        // Leaving the modules: the address is kept (the caller may refresh
+        // its module table and try again).
+        let st = FpStack::build(&[(A, 32), (0x50_0000, 8), (B, 16), (C, 8)]);
+        let mut t = ThreadUnwinder::new(Mode::Second, cfg(64));
+        t.set_foreign_stack(true);
+        let c = t.capture(&fp_modules(), st.regs, TRACER, &mut st.reader(), 0, false);
+        assert!(!c.error);
+        assert_eq!(t.last_stop(), Stop::ForeignEnd(Some(0x50_0000)));
     }
 
     #[test]

@@ -188,6 +188,7 @@ pub(crate) fn walk<S: StepUnwinder, R: ReadStack + ?Sized>(
             }
         }
         match steps.step(read) {
+            Step::Frame(f) if input.modules.is_stack_root(f.ra) => break Stop::Complete,
             Step::Frame(f) => candidate = f,
             Step::End => break Stop::Complete,
             Step::Failed(e) => break Stop::Failed(e),

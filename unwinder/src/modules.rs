@@ -47,6 +47,8 @@ pub struct Modules {
     /// Changes with every change of the table, unique across tables (0: empty, never
     /// changed): keys the rules learned on it.
     id: u64,
+    /// See [`Modules::set_stack_root`] (0: none).
+    stack_root: u64,
 }
 
 /// Source of [`Modules::id`].
@@ -176,6 +178,23 @@ impl Modules {
 
     pub fn is_empty(&self) -> bool {
         self.entries.is_empty()
+    }
+
+    /// A return address that marks the bottom of a stack, such as the
+    /// trampoline glibc's `makecontext` plants under a coroutine's entry
+    /// function (`__start_context`): the frame it would start is not a
+    /// caller, and the CFI looked up at `ra - 1` (padding before the
+    /// trampoline) would unwind into garbage. A walk that reaches it ends
+    /// there, complete, without that frame. `None` (the default): no such
+    /// address.
+    pub fn set_stack_root(&mut self, ra: Option<u64>) {
+        self.stack_root = ra.unwrap_or(0);
+    }
+
+    /// Whether `ra` is the stack-root return address.
+    #[inline(always)]
+    pub(crate) fn is_stack_root(&self, ra: u64) -> bool {
+        ra == self.stack_root && ra != 0
     }
 
     pub(crate) fn unwinder(&self) -> &DwarfUnwinder {

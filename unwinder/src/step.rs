@@ -39,6 +39,13 @@ pub enum Stop {
     Depth,
     /// An unwinding step failed.
     Failed(StepError),
+    /// On a stack the thread switched to (a coroutine or user-level thread:
+    /// see [`crate::ThreadUnwinder::set_foreign_stack`]) the walk failed, or
+    /// met a return address outside every module (given here), after at
+    /// least one frame. Such stacks end in whatever their library put under
+    /// the entry function, with no end marker the unwinder knows, so this is
+    /// their expected end, not an error.
+    ForeignEnd(Option<u64>),
     /// `fp` mode: the frame-pointer chain left the stack or stopped being a
     /// chain after at least one frame. This is where code built without
     /// frame pointers (Debian's glibc, most `-O2` libraries) sits, so it is

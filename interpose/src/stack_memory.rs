@@ -1,0 +1,352 @@
+//! Reading the program's stack memory during a capture.
+//!
+//! A capture reads return addresses and saved registers above the capture
+//! point. On the thread's own stack the bounds are known (`OwnStack`): from
+//! the capture point up to the top of the stack, all mapped. A thread can
+//! also run on a stack of its program's making: a coroutine's or user-level
+//! thread's (`makecontext`, Boost.Context, Argobots, Qthreads), or a signal
+//! handler's alternate stack. Where such a stack ends is not known, and
+//! above its last frame may lie a hole or another stack's guard page, where
+//! a plain read would kill the program. There, `SwitchedStack` reads only
+//! pages the kernel has said are readable: `process_vm_readv` on the process
+//! itself, one byte per page, fails where a read would fault.
+//!
+//! `makecontext_root` finds the return address glibc's `makecontext` plants
+//! under a coroutine's entry function, which marks that stack's bottom.
+
+/// Pages are probed in units of the smallest x86_64 page.
+const PAGE: u64 = 4096;
+/// At most this many pages per probe (one `process_vm_readv`).
+const PROBE_PAGES: usize = 64;
+/// Pages probed ahead of the one a read needs, so that a walk up a stack
+/// costs one probe in the common case.
+const LOOKAHEAD_PAGES: u64 = 3;
+/// A switched-to stack is read at most this far above the capture point.
+const SWITCHED_LIMIT: u64 = 8 << 20;
+/// The main thread's stack is taken to be at most this deep when
+/// `RLIMIT_STACK` allows more (the kernel keeps other mappings at least
+/// this far below the stack's top).
+const MAIN_STACK_MAX: u64 = 128 << 20;
+
+/// The calling thread's own stack, `[lo, hi)`: every address from a stack
+/// pointer in it up to `hi` is mapped.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct OwnStack {
+    pub lo: u64,
+    pub hi: u64,
+}
+
+impl OwnStack {
+    /// The calling thread's stack; empty if it cannot be found (every
+    /// capture then reads as on a switched-to stack).
+    pub fn current() -> OwnStack {
+        // SAFETY: getpid and gettid have no preconditions.
+        let main = unsafe { libc::getpid() == libc::gettid() };
+        if main {
+            // Not pthread_getattr_np: for the main thread it reads
+            // /proc/self/maps with fopen while holding the thread's lock,
+            // and that fopen's malloc lands here on the thread's first
+            // event: a self-deadlock. Read the maps ourselves (the tracer's
+            // own allocations go straight to glibc) and take the end of the
+            // mapping that holds the stack pointer. The stack grows down
+            // from there as far as RLIMIT_STACK lets it.
+            let here = &main as *const bool as u64;
+            let Some(hi) = std::fs::read("/proc/self/maps")
+                .ok()
+                .and_then(|maps| mapping_end(&maps, here))
+            else {
+                return OwnStack::default();
+            };
+            let mut lim = libc::rlimit {
+                rlim_cur: 0,
+                rlim_max: 0,
+            };
+            // SAFETY: fills a local rlimit.
+            let depth = if unsafe { libc::getrlimit(libc::RLIMIT_STACK, &mut lim) } == 0 {
+                lim.rlim_cur.min(MAIN_STACK_MAX)
+            } else {
+                8 << 20
+            };
+            return OwnStack {
+                lo: hi.saturating_sub(depth).min(here),
+                hi,
+            };
+        }
+        // SAFETY: pthread_getattr_np fills an attr we destroy afterwards; for
+        // a thread other than the main one it reads no file and does not
+        // allocate.
+        unsafe {
+            let mut attr: libc::pthread_attr_t = std::mem::zeroed();
+            if libc::pthread_getattr_np(libc::pthread_self(), &mut attr) != 0 {
+                return OwnStack::default();
+            }
+            let mut addr: *mut libc::c_void = std::ptr::null_mut();
+            let mut size: usize = 0;
+            let rc = libc::pthread_attr_getstack(&attr, &mut addr, &mut size);
+            libc::pthread_attr_destroy(&mut attr);
+            if rc != 0 {
+                return OwnStack::default();
+            }
+            OwnStack {
+                lo: addr as u64,
+                hi: addr as u64 + size as u64,
+            }
+        }
+    }
+
+    /// Whether a stack pointer lies on this stack.
+    #[inline(always)]
+    pub fn holds(&self, sp: u64) -> bool {
+        sp >= self.lo && sp < self.hi
+    }
+
+    /// Reads the word at `addr` if it lies in `[sp, hi)`, `sp` being a
+    /// stack pointer this stack holds (the capture point's).
+    #[inline(always)]
+    pub fn read(&self, sp: u64, addr: u64) -> Result<u64, ()> {
+        if addr >= sp && addr.checked_add(8).is_some_and(|end| end <= self.hi) {
+            // SAFETY: [sp, hi) is the live part of this thread's own stack
+            // (from the capture point, a frame of this thread, up to the
+            // stack's top), mapped and readable.
+            Ok(unsafe { (addr as *const u64).read_unaligned() })
+        } else {
+            Err(())
+        }
+    }
+}
+
+/// The end of the mapping in `maps` (the text of /proc/self/maps) that
+/// contains `addr`.
+fn mapping_end(maps: &[u8], addr: u64) -> Option<u64> {
+    maps.split(|&b| b == b'\n').find_map(|line| {
+        let range = line.split(|&b| b == b' ').next()?;
+        let mut ends = range.split(|&b| b == b'-');
+        let hex = |s: &[u8]| u64::from_str_radix(std::str::from_utf8(s).ok()?, 16).ok();
+        let (start, end) = (hex(ends.next()?)?, hex(ends.next()?)?);
+        (start <= addr && addr < end).then_some(end)
+    })
+}
+
+/// Reads for one capture on a stack that is not the thread's own.
+///
+/// `[sp, end of sp's page)` is readable (the capture runs there); beyond
+/// it, the readable part grows by probing the next pages when a read needs
+/// them, and stops for good at the first page that is not readable or at
+/// [`SWITCHED_LIMIT`].
+pub struct SwitchedStack {
+    sp: u64,
+    readable_end: u64,
+    /// A probe found an unreadable page at `readable_end`.
+    ended: bool,
+    /// Probes made (for tests and the cost note in the README).
+    pub probes: u32,
+}
+
+impl SwitchedStack {
+    pub fn new(sp: u64) -> SwitchedStack {
+        SwitchedStack {
+            sp,
+            readable_end: (sp | (PAGE - 1)).saturating_add(1),
+            ended: false,
+            probes: 0,
+        }
+    }
+
+    /// Reads the word at `addr`, or fails if it is below the capture point,
+    /// too far above it, or on a page that is not readable.
+    pub fn read(&mut self, addr: u64) -> Result<u64, ()> {
+        let end = addr.checked_add(8).ok_or(())?;
+        if addr < self.sp || end > self.sp.saturating_add(SWITCHED_LIMIT) {
+            return Err(());
+        }
+        while end > self.readable_end {
+            if self.ended {
+                return Err(());
+            }
+            let needed = (end - self.readable_end).div_ceil(PAGE) + LOOKAHEAD_PAGES;
+            let want = needed.min(PROBE_PAGES as u64) as usize;
+            let got = readable_pages(self.readable_end, want);
+            self.probes += 1;
+            self.readable_end += got as u64 * PAGE;
+            self.ended = got < want;
+        }
+        // SAFETY: the word lies in [sp, readable_end): sp's own page (the
+        // capture runs on it) or pages process_vm_readv just read from, so
+        // mapped and readable. (Another thread unmapping them during this
+        // capture would be the program freeing a stack in use.)
+        Ok(unsafe { (addr as *const u64).read_unaligned() })
+    }
+}
+
+/// How many consecutive pages from `start` (page-aligned) are readable, of
+/// `pages` (at most [`PROBE_PAGES`]): one byte of each is read with
+/// `process_vm_readv` on this process, which stops at the first page that
+/// would fault. 0 where the call is not allowed (a seccomp filter): the
+/// stack then ends at the capture point's page.
+fn readable_pages(start: u64, pages: usize) -> usize {
+    let pages = pages.min(PROBE_PAGES);
+    let mut sink = [0u8; PROBE_PAGES];
+    let local = libc::iovec {
+        iov_base: sink.as_mut_ptr().cast(),
+        iov_len: pages,
+    };
+    let mut remote = [libc::iovec {
+        iov_base: std::ptr::null_mut(),
+        iov_len: 1,
+    }; PROBE_PAGES];
+    for (i, r) in remote.iter_mut().take(pages).enumerate() {
+        r.iov_base = (start + i as u64 * PAGE) as *mut libc::c_void;
+    }
+    // SAFETY: the local iovec covers `sink`; the remote ones name addresses
+    // in this process that the kernel reads (or refuses) on our behalf,
+    // never faulting. errno is restored by the caller's guard.
+    let n = unsafe {
+        libc::process_vm_readv(
+            libc::getpid(),
+            &local,
+            1,
+            remote.as_ptr(),
+            pages as libc::c_ulong,
+            0,
+        )
+    };
+    usize::try_from(n).unwrap_or(0).min(pages)
+}
+
+/// The return address glibc's `makecontext` puts under a coroutine's entry
+/// function (its `__start_context` trampoline, a local symbol), found by
+/// asking `makecontext` to prepare a context on a scratch stack that never
+/// runs.
+pub fn makecontext_root() -> Option<u64> {
+    extern "C" fn never_run() {}
+    let mut stack = [0u64; 64];
+    // SAFETY: a zeroed ucontext is a valid argument once its stack is set;
+    // makecontext only writes into the ucontext and the top of `stack`, and
+    // the context is never switched to.
+    let sp = unsafe {
+        let mut uc: libc::ucontext_t = std::mem::zeroed();
+        uc.uc_stack.ss_sp = stack.as_mut_ptr().cast();
+        uc.uc_stack.ss_size = std::mem::size_of_val(&stack);
+        uc.uc_link = std::ptr::null_mut();
+        libc::makecontext(&mut uc, never_run, 0);
+        uc.uc_mcontext.gregs[libc::REG_RSP as usize] as u64
+    };
+    let base = stack.as_ptr() as u64;
+    let slot = sp.checked_sub(base)? / 8;
+    let ra = *stack.get(usize::try_from(slot).ok()?)?;
+    (ra != 0).then_some(ra)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn finds_the_mapping_of_an_address() {
+        let maps = b"00400000-00452000 r-xp 00000000 08:02 173521 /usr/bin/x\n\
+7ffc0000a000-7ffc0002b000 rw-p 00000000 00:00 0 [stack]\n";
+        assert_eq!(mapping_end(maps, 0x7ffc_0001_0000), Some(0x7ffc0002b000));
+        assert_eq!(mapping_end(maps, 0x400000), Some(0x452000));
+        assert_eq!(mapping_end(maps, 0x452000), None);
+        assert_eq!(mapping_end(b"garbage\n", 1), None);
+    }
+
+    #[test]
+    fn the_own_stack_holds_this_frame() {
+        let x = 0u64;
+        let here = &x as *const u64 as u64;
+        let s = OwnStack::current();
+        assert!(s.holds(here), "{s:x?} {here:#x}");
+        assert_eq!(s.read(here, here), Ok(0));
+        assert_eq!(s.read(here, here - 8), Err(()));
+        assert_eq!(s.read(here, s.hi - 4), Err(()));
+        let t = std::thread::spawn(|| {
+            let y = 0u64;
+            let here = &y as *const u64 as u64;
+            (OwnStack::current(), here)
+        })
+        .join()
+        .unwrap();
+        assert!(t.0.holds(t.1), "{t:x?}");
+        assert!(!t.0.holds(here) && !s.holds(t.1));
+    }
+
+    /// Maps `n` pages, then makes page `i` unreadable as `hole[i]` says:
+    /// `Some(true)` unmapped, `Some(false)` PROT_NONE (a guard page).
+    fn pages(n: usize, hole: &[(usize, bool)]) -> u64 {
+        // SAFETY: a fresh anonymous mapping, changed only by us.
+        unsafe {
+            let p = libc::mmap(
+                std::ptr::null_mut(),
+                n * PAGE as usize,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+                -1,
+                0,
+            );
+            assert_ne!(p, libc::MAP_FAILED);
+            for &(i, unmap) in hole {
+                let q = p.cast::<u8>().add(i * PAGE as usize).cast();
+                if unmap {
+                    libc::munmap(q, PAGE as usize);
+                } else {
+                    libc::mprotect(q, PAGE as usize, libc::PROT_NONE);
+                }
+            }
+            p as u64
+        }
+    }
+
+    #[test]
+    fn probes_stop_at_a_hole_and_at_a_guard_page() {
+        for unmap in [true, false] {
+            let base = pages(8, &[(5, unmap)]);
+            assert_eq!(readable_pages(base, 8), 5, "unmap {unmap}");
+            assert_eq!(readable_pages(base + 5 * PAGE, 2), 0);
+            assert_eq!(readable_pages(base + 6 * PAGE, 2), 2);
+        }
+    }
+
+    #[test]
+    fn a_switched_stack_reads_up_to_its_end_and_not_beyond() {
+        for unmap in [true, false] {
+            let base = pages(8, &[(5, unmap)]);
+            // SAFETY: our own mapping, pages 0..5 readable and writable.
+            unsafe { ((base + 4 * PAGE + 16) as *mut u64).write(0x1234) };
+            let mut s = SwitchedStack::new(base + 100);
+            assert_eq!(s.read(base + 104), Ok(0));
+            assert_eq!(s.probes, 0, "the capture point's page needs no probe");
+            assert_eq!(s.read(base + 4 * PAGE + 16), Ok(0x1234));
+            assert_eq!(s.probes, 1);
+            assert_eq!(s.read(base + 5 * PAGE - 8), Ok(0));
+            assert_eq!(s.read(base + 5 * PAGE - 4), Err(()), "straddles the hole");
+            assert_eq!(s.read(base + 6 * PAGE), Err(()), "beyond the hole");
+            assert_eq!(s.read(base + 96), Err(()), "below the capture point");
+            assert!(s.probes <= 2, "{}", s.probes);
+        }
+    }
+
+    #[test]
+    fn a_switched_stack_is_read_at_most_so_far() {
+        let s0 = 0u64;
+        let here = &s0 as *const u64 as u64;
+        let mut s = SwitchedStack::new(here);
+        assert_eq!(s.read(here + SWITCHED_LIMIT), Err(()));
+        assert_eq!(s.read(u64::MAX - 3), Err(()));
+    }
+
+    #[test]
+    fn makecontext_root_is_the_trampoline_a_coroutine_returns_to() {
+        let ra = makecontext_root().expect("glibc's makecontext");
+        // SAFETY: an all-zero Dl_info is valid (pointers null); dladdr
+        // fills it.
+        let mut dl: libc::Dl_info = unsafe { std::mem::zeroed() };
+        assert_ne!(
+            unsafe { libc::dladdr(ra as *const libc::c_void, &mut dl) },
+            0
+        );
+        // SAFETY: dli_fname names the object (a C string owned by the loader).
+        let obj = unsafe { std::ffi::CStr::from_ptr(dl.dli_fname) }.to_string_lossy();
+        assert!(obj.contains("libc.so"), "{obj}");
+    }
+}

@@ -1,0 +1,102 @@
+//! Allocations on stacks that are not the thread's own
+//! (tests/programs/switched_stacks.c): makecontext coroutines, a stack
+//! switch in assembly whose CFI does not describe it, and a handler on a
+//! sigaltstack, each stack with a guard page right above its top. The
+//! tracer used to read such stacks as if they reached up to the thread's
+//! own stack and killed the program (SIGSEGV) on the guard page. Now the
+//! program runs as without it, every call is counted, and each stack ends
+//! at its entry function without an unwind error.
+
+use serde_json::Value;
+use wmhcct_e2e::*;
+
+#[test]
+fn allocations_on_switched_stacks_are_traced_without_harm() {
+    let w = WorkDir::new("switched-stacks");
+    // -O2 without frame pointers: DWARF unwinding, as for ordinary code.
+    let exe = compile(
+        "switched_stacks.c",
+        &w.path,
+        Opt::Release,
+        &["-fomit-frame-pointer"],
+    );
+    let plain = run_plain(&exe, &[] as &[&str], &w.path);
+    assert_eq!(plain.code, 0, "without the tracer: {}", plain.describe());
+    let made = calls_made(&plain.stdout);
+    assert_eq!(made.len(), 2, "{}", plain.stdout);
+
+    for mode in ["second", "first", "full", "fp"] {
+        let h5 = w.join(format!("{mode}.h5"));
+        let traced = run_traced(
+            &exe,
+            &[] as &[&str],
+            &w.path,
+            &h5,
+            &[("WMHCCT_UNWIND", mode), ("WMHCCT_VALIDATE", "0.05")],
+        );
+        assert_eq!(traced.code, 0, "{mode}: {}", traced.describe());
+        assert_eq!(traced.stdout, plain.stdout, "{mode}");
+        assert_clean_stderr(&traced, &h5);
+        let r = report_json(&h5);
+        for (kind, n, bytes) in &made {
+            assert_eq!(
+                total_count(&r, kind),
+                *n,
+                "{mode} {kind}: {}",
+                alloc_totals(&r)
+            );
+            if kind == "malloc" {
+                assert_eq!(total_bytes(&r, kind), *bytes, "{mode}");
+            }
+        }
+        assert_eq!(u64_of(&r["heap"]["unknown_frees"]), 0, "{mode}");
+        assert_eq!(u64_of(&r["unwind"]["errors"]), 0, "{mode}: {}", r["unwind"]);
+        if mode == "fp" {
+            // No frame pointers: one frame per stack, but no harm either.
+            continue;
+        }
+        assert_eq!(
+            r["unwind"]["accuracy"].as_f64(),
+            Some(1.0),
+            "{mode}: {}",
+            r["unwind"]
+        );
+        check_stacks(&r, mode);
+    }
+}
+
+fn check_stacks(r: &Value, mode: &str) {
+    // Coroutines: the stack ends at the entry function given to
+    // makecontext (glibc's trampoline under it is not a caller).
+    let coro = context_with(r, "malloc", "coro_alloc");
+    assert_eq!(u64_of(&coro["count"]), 2 * 40 * 100, "{mode}");
+    let names = stack_names(coro);
+    assert!(
+        names.last().is_some_and(|f| is_fn(f, "coro_body")),
+        "{mode}: {names:?}"
+    );
+
+    // The assembly switch: the entry function, then at most the switch
+    // itself; nothing read beyond the stack's top.
+    let raw = context_with(r, "malloc", "raw_alloc");
+    assert_eq!(u64_of(&raw["count"]), 3000, "{mode}");
+    let names = stack_names(raw);
+    let entry = frame_index(raw, "on_raw_stack").unwrap_or_else(|| panic!("{mode}: {names:?}"));
+    assert!(
+        names[entry + 1..].iter().all(|f| is_fn(f, "run_on_stack")),
+        "{mode}: {names:?}"
+    );
+
+    // The handler on its alternate stack.
+    let handler = context_with(r, "malloc", "alt_handler");
+    assert_eq!(u64_of(&handler["count"]), 200, "{mode}");
+
+    // And the thread's own stack as ever, down to main.
+    let own = contexts_with(r, "malloc", "main_alloc");
+    assert_eq!(own.iter().map(|c| u64_of(&c["count"])).sum::<u64>(), 1000);
+    assert!(
+        own.iter().all(|c| frame_index(c, "main").is_some()),
+        "{}",
+        summary(r)
+    );
+}
