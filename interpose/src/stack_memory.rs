@@ -23,10 +23,6 @@ const PROBE_PAGES: usize = 64;
 const LOOKAHEAD_PAGES: u64 = 3;
 /// A switched-to stack is read at most this far above the capture point.
 const SWITCHED_LIMIT: u64 = 8 << 20;
-/// The main thread's stack is taken to be at most this deep when
-/// `RLIMIT_STACK` allows more (the kernel keeps other mappings at least
-/// this far below the stack's top).
-const MAIN_STACK_MAX: u64 = 128 << 20;
 
 /// The calling thread's own stack, `[lo, hi)`: every address from a stack
 /// pointer in it up to `hi` is mapped.
@@ -47,30 +43,35 @@ impl OwnStack {
             // /proc/self/maps with fopen while holding the thread's lock,
             // and that fopen's malloc lands here on the thread's first
             // event: a self-deadlock. Read the maps ourselves (the tracer's
-            // own allocations go straight to glibc) and take the end of the
-            // mapping that holds the stack pointer. The stack grows down
-            // from there as far as RLIMIT_STACK lets it.
+            // own allocations go straight to glibc) and take the mapping
+            // labelled [stack], not the one we run on: a program's first
+            // event may come from a coroutine's stack.
             let here = &main as *const bool as u64;
-            let Some(hi) = std::fs::read("/proc/self/maps")
+            let Some((below, hi)) = std::fs::read("/proc/self/maps")
                 .ok()
-                .and_then(|maps| mapping_end(&maps, here))
+                .and_then(|maps| stack_mapping(&maps, here))
             else {
                 return OwnStack::default();
             };
+            // It can grow down to the mapping below it, and no further than
+            // RLIMIT_STACK allows (no mapping is made in that gap but at a
+            // fixed address).
             let mut lim = libc::rlimit {
                 rlim_cur: 0,
                 rlim_max: 0,
             };
             // SAFETY: fills a local rlimit.
-            let depth = if unsafe { libc::getrlimit(libc::RLIMIT_STACK, &mut lim) } == 0 {
-                lim.rlim_cur.min(MAIN_STACK_MAX)
+            let limit = if unsafe { libc::getrlimit(libc::RLIMIT_STACK, &mut lim) } == 0 {
+                lim.rlim_cur
             } else {
-                8 << 20
+                libc::RLIM_INFINITY
             };
-            return OwnStack {
-                lo: hi.saturating_sub(depth).min(here),
-                hi,
+            let lo = if limit == libc::RLIM_INFINITY {
+                below
+            } else {
+                below.max(hi.saturating_sub(limit))
             };
+            return OwnStack { lo, hi };
         }
         // SAFETY: pthread_getattr_np fills an attr we destroy afterwards; for
         // a thread other than the main one it reads no file and does not
@@ -115,16 +116,33 @@ impl OwnStack {
     }
 }
 
-/// The end of the mapping in `maps` (the text of /proc/self/maps) that
-/// contains `addr`.
-fn mapping_end(maps: &[u8], addr: u64) -> Option<u64> {
-    maps.split(|&b| b == b'\n').find_map(|line| {
-        let range = line.split(|&b| b == b' ').next()?;
-        let mut ends = range.split(|&b| b == b'-');
-        let hex = |s: &[u8]| u64::from_str_radix(std::str::from_utf8(s).ok()?, 16).ok();
-        let (start, end) = (hex(ends.next()?)?, hex(ends.next()?)?);
-        (start <= addr && addr < end).then_some(end)
-    })
+/// The main thread's stack in `maps` (the text of /proc/self/maps): the
+/// mapping the kernel labels `[stack]`, else the one that contains `addr`.
+/// Returns the end of the highest mapping below it (0 if none) and its own
+/// end.
+fn stack_mapping(maps: &[u8], addr: u64) -> Option<(u64, u64)> {
+    let ranges: Vec<(u64, u64, bool)> = maps
+        .split(|&b| b == b'\n')
+        .filter_map(|line| {
+            let range = line.split(|&b| b == b' ').next()?;
+            let mut ends = range.split(|&b| b == b'-');
+            let hex = |s: &[u8]| u64::from_str_radix(std::str::from_utf8(s).ok()?, 16).ok();
+            let (start, end) = (hex(ends.next()?)?, hex(ends.next()?)?);
+            Some((start, end, line.ends_with(b"[stack]")))
+        })
+        .collect();
+    let (start, end, _) = ranges
+        .iter()
+        .find(|r| r.2)
+        .or_else(|| ranges.iter().find(|r| r.0 <= addr && addr < r.1))
+        .copied()?;
+    let below = ranges
+        .iter()
+        .map(|r| r.1)
+        .filter(|&e| e <= start)
+        .max()
+        .unwrap_or(0);
+    Some((below, end))
 }
 
 /// Reads for one capture on a stack that is not the thread's own.
@@ -242,13 +260,39 @@ mod tests {
     use super::*;
 
     #[test]
-    fn finds_the_mapping_of_an_address() {
+    fn finds_the_mapping_of_an_address_and_the_one_below() {
         let maps = b"00400000-00452000 r-xp 00000000 08:02 173521 /usr/bin/x\n\
-7ffc0000a000-7ffc0002b000 rw-p 00000000 00:00 0 [stack]\n";
-        assert_eq!(mapping_end(maps, 0x7ffc_0001_0000), Some(0x7ffc0002b000));
-        assert_eq!(mapping_end(maps, 0x400000), Some(0x452000));
-        assert_eq!(mapping_end(maps, 0x452000), None);
-        assert_eq!(mapping_end(b"garbage\n", 1), None);
+7f0000000000-7f0000021000 rw-p 00000000 00:00 0\n\
+7ffc0000a000-7ffc0002b000 rw-p 00000000 00:00 0 [stack]\n\
+7ffc0004a000-7ffc0004c000 r-xp 00000000 00:00 0 [vdso]\n";
+        let stack = Some((0x7f0000021000, 0x7ffc0002b000));
+        assert_eq!(stack_mapping(maps, 0x7ffc_0001_0000), stack);
+        // Looked for from a coroutine's stack: still the thread's own.
+        assert_eq!(stack_mapping(maps, 0x7f00_0000_1000), stack);
+        // Without a [stack] line, the mapping of the address.
+        let plain = &maps[..maps.len() - 70];
+        assert!(!plain.windows(7).any(|w| w == b"[stack]"));
+        assert_eq!(stack_mapping(plain, 0x400000), Some((0, 0x452000)));
+        assert_eq!(stack_mapping(plain, 0x452000), None);
+        assert_eq!(stack_mapping(b"garbage\n", 1), None);
+    }
+
+    /// The main thread's stack reaches down to the mapping below it or to
+    /// RLIMIT_STACK, whichever is nearer: all of it, and no other mapping.
+    #[test]
+    fn the_main_stack_reaches_as_far_as_it_can_grow() {
+        // The test harness runs tests on other threads: look from the main
+        // thread's side by reading the maps as `current` does.
+        let maps = std::fs::read("/proc/self/maps").unwrap();
+        let text = String::from_utf8_lossy(&maps);
+        let line = text.lines().find(|l| l.ends_with("[stack]")).unwrap();
+        let start = u64::from_str_radix(line.split('-').next().unwrap(), 16).unwrap();
+        let (below, hi) = stack_mapping(&maps, start).unwrap();
+        assert!(below < start && start < hi);
+        assert!(
+            hi - below >= 128 << 20,
+            "the kernel keeps a gap: {below:#x} {hi:#x}"
+        );
     }
 
     #[test]

@@ -100,3 +100,30 @@ fn check_stacks(r: &Value, mode: &str) {
         summary(r)
     );
 }
+
+/// The thread's own stack is still read whole: a 160 MiB frame on the main
+/// thread's stack under `ulimit -s unlimited` (Fortran codes with large
+/// automatic arrays run so) leaves the stack above it, down to `main`, in
+/// the context.
+#[test]
+fn a_huge_frame_on_the_main_stack_keeps_the_stack_above_it() {
+    let w = WorkDir::new("big-frame");
+    let exe = compile(
+        "big_frame.c",
+        &w.path,
+        Opt::Release,
+        &["-fomit-frame-pointer"],
+    );
+    let h5 = w.join("big.h5");
+    let exe = exe.to_string_lossy().into_owned();
+    let args = ["--stack=unlimited", exe.as_str(), "160"];
+    let traced = run_traced("prlimit", &args, &w.path, &h5, &[]);
+    assert_eq!(traced.code, 0, "{}", traced.describe());
+    assert_eq!(traced.stdout, "ok\n");
+    let r = report_json(&h5);
+    let c = context_with(&r, "malloc", "alloc_below_big_frame");
+    let names = stack_names(c);
+    let at = |f: &str| frame_index(c, f).unwrap_or_else(|| panic!("no {f}: {names:?}"));
+    assert!(at("alloc_below_big_frame") < at("big_frame") && at("big_frame") < at("main"));
+    assert_eq!(u64_of(&r["unwind"]["errors"]), 0, "{}", r["unwind"]);
+}
