@@ -41,6 +41,7 @@ mod signals;
 mod stack_memory;
 mod thread;
 pub mod tracer;
+mod tracer_stack;
 
 #[global_allocator]
 static ALLOCATOR: real::LibcAllocator = real::LibcAllocator;

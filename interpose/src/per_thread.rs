@@ -1,8 +1,9 @@
 //! The tracer's thread-local state that must be reachable at any time, from
 //! a signal handler and during thread start-up and teardown too: the
 //! reentrancy state (`guard.rs`), the clock anchor (`clock.rs`), the queue
-//! of a signal handler's allocator calls (`deferred.rs`) and the slot of the
-//! thread's tracer state (`thread.rs`).
+//! of a signal handler's allocator calls (`deferred.rs`), the slot of the
+//! thread's tracer state (`thread.rs`) and the top of its tracer stack
+//! (`tracer_stack.rs`).
 //!
 //! One `const`-initialised block without a destructor. A shared library
 //! reaches each thread-local through a `__tls_get_addr` call; an event looks
@@ -24,6 +25,8 @@ pub struct PerThread {
     pub ring: Ring,
     /// `thread.rs`: the thread's tracer state, created on first use.
     pub slot: Slot,
+    /// `tracer_stack.rs`: the top of the thread's tracer stack.
+    pub tracer_stack: crate::tracer_stack::Top,
 }
 
 thread_local! {
@@ -33,6 +36,7 @@ thread_local! {
             anchor: Cell::new(Anchor::ZERO),
             ring: Ring::new(),
             slot: Slot::new(),
+            tracer_stack: crate::tracer_stack::Top::new(crate::tracer_stack::NONE),
         }
     };
 }

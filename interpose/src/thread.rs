@@ -232,6 +232,11 @@ impl Slot {
         unsafe { &mut *p }
     }
 
+    /// Whether the thread's state exists.
+    pub fn is_set(&self) -> bool {
+        !self.0.get().is_null()
+    }
+
     /// Forget the state (its owner, the key destructor, frees it).
     pub fn clear(&self) {
         self.0.set(std::ptr::null_mut());

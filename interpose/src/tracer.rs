@@ -114,7 +114,7 @@ fn now_unix_ns() -> u64 {
 
 /// The tracer, initialised on first use. `None` when tracing is off
 /// (finished, disabled, or another thread is initialising).
-pub fn get(_g: &Guard) -> Option<&'static Tracer> {
+pub fn get(g: &Guard) -> Option<&'static Tracer> {
     // Start-up calls into libc and the loader: hidden (see `guard.rs`).
     loop {
         match STATE.load(Ordering::Acquire) {
@@ -139,7 +139,8 @@ pub fn get(_g: &Guard) -> Option<&'static Tracer> {
                     .is_ok()
                 {
                     let t = crate::guard::hidden(|| {
-                        let t = Box::leak(Box::new(init()));
+                        // Start-up work, on the tracer's stack.
+                        let t = Box::leak(Box::new(crate::tracer_stack::run(g, init)));
                         TRACER.store(t, Ordering::Release);
                         STATE.store(READY, Ordering::Release);
                         crate::lifecycle::after_init();
@@ -317,8 +318,30 @@ pub fn current_regs() -> Regs {
 /// Capture the calling thread's stack into `ts.frames`. Returns the number
 /// of root-side frames unchanged since the thread's previous event, and the
 /// capture's number (see `Cursor::stamp_next`).
+///
+/// Unwinding (framehop's DWARF evaluation) takes up to ~16 KiB of stack:
+/// where the thread's own stack has less than [`ROOM`] left below the
+/// program's frame (a small thread stack, deep recursion) or the thread is
+/// on another stack (a coroutine's), it runs on the tracer's own stack
+/// (`tracer_stack.rs`).
+#[inline(always)]
+fn capture(g: &Guard, t: &Tracer, ts: &mut ThreadState, now: u64, regs: Regs) -> (usize, u64) {
+    if t.config.unwind == UnwindMode::None {
+        ts.frames.clear();
+        return (0, 0);
+    }
+    if ts.stack.holds(regs.sp) && regs.sp - ts.stack.lo > ROOM {
+        capture_here(t, ts, now, regs)
+    } else {
+        crate::tracer_stack::run(g, || capture_here(t, ts, now, regs))
+    }
+}
+
+/// Stack below the program's frame that the tracer may use in place.
+const ROOM: u64 = 64 << 10;
+
 #[inline(never)]
-fn capture(t: &Tracer, ts: &mut ThreadState, now: u64, regs: Regs) -> (usize, u64) {
+fn capture_here(t: &Tracer, ts: &mut ThreadState, now: u64, regs: Regs) -> (usize, u64) {
     if t.config.unwind == UnwindMode::None {
         ts.frames.clear();
         return (0, 0);
@@ -406,7 +429,15 @@ fn add_stats(acc: &mut UnwindStats, d: &UnwindStats) {
 /// The thread's state, created on first use (the guard holds the thread's
 /// block, so it is always at hand).
 fn thread_state<'g>(g: &'g Guard, t: &Tracer) -> &'g mut ThreadState {
-    g.per_thread().slot.get(&t.config)
+    let slot = &g.per_thread().slot;
+    if !slot.is_set() {
+        // The first event of the thread builds its state (and its caches):
+        // on the tracer's stack.
+        crate::tracer_stack::run(g, || {
+            slot.get(&t.config);
+        });
+    }
+    slot.get(&t.config)
 }
 
 /// The collector thread's ring, if events go there.
@@ -479,7 +510,7 @@ fn with_capture<R>(
     f: impl FnOnce(&mut Core, &mut ThreadState, usize, u64) -> R,
 ) -> R {
     let ts = thread_state(g, t);
-    let (unchanged, stamp) = capture(t, ts, now, at);
+    let (unchanged, stamp) = capture(g, t, ts, now, at);
     let mut core = lock_ordered(t);
     account_thread(&mut core, ts);
     f(&mut core, ts, unchanged, stamp)
@@ -501,7 +532,7 @@ pub fn on_alloc(g: &Guard, at: Regs, kind: AllocKind, ptr: *mut c_void, size: us
         return;
     }
     let ts = thread_state(g, t);
-    let (unchanged, stamp) = capture(t, ts, now, at);
+    let (unchanged, stamp) = capture(g, t, ts, now, at);
     if let Some(p) = packets(t) {
         let mut front = p.front.lock();
         account_front(&mut front, ts);
@@ -632,7 +663,7 @@ pub fn on_realloc(
     let now = event_ns(g, t);
     if let Some(p) = packets(t) {
         let ts = thread_state(g, t);
-        let (unchanged, stamp) = capture(t, ts, now, at);
+        let (unchanged, stamp) = capture(g, t, ts, now, at);
         // The front lock is held across the call, as the core lock is
         // below: no other thread pushes the new block's address first.
         let mut front = p.front.lock();
@@ -681,6 +712,10 @@ pub fn on_realloc(
 /// Record the allocator calls a signal handler made while this thread was
 /// recording an event (`deferred.rs`): no stack, exact totals and heap.
 pub fn on_deferred(g: &Guard) {
+    crate::tracer_stack::run(g, || deferred(g))
+}
+
+fn deferred(g: &Guard) {
     let Some(t) = running() else {
         // The report was taken: like any later call, not recorded.
         crate::deferred::take(&mut |_| {}, &mut |_, _, _| {});

@@ -127,3 +127,54 @@ fn a_huge_frame_on_the_main_stack_keeps_the_stack_above_it() {
     assert!(at("alloc_below_big_frame") < at("big_frame") && at("big_frame") < at("main"));
     assert_eq!(u64_of(&r["unwind"]["errors"]), 0, "{}", r["unwind"]);
 }
+
+/// Threads with 16 KiB stacks (PTHREAD_STACK_MIN) that allocate with 4 KiB
+/// of it in use: the tracer's work (up to ~16 KiB of frames when it
+/// unwinds) runs on a stack of its own, so they run as without it. Each
+/// traced event used to overflow them (SIGSEGV).
+#[test]
+fn threads_with_the_smallest_stacks_are_traced_without_harm() {
+    let w = WorkDir::new("small-stacks");
+    let exe = compile(
+        "small_stacks.c",
+        &w.path,
+        Opt::Release,
+        &["-fomit-frame-pointer", "-pthread"],
+    );
+    let plain = run_plain(&exe, &[] as &[&str], &w.path);
+    assert_eq!(plain.code, 0, "without the tracer: {}", plain.describe());
+    let made = calls_made(&plain.stdout);
+    assert_eq!(made.len(), 2, "{}", plain.stdout);
+    for (mode, collector) in [
+        ("second", "thread"),
+        ("full", "inline"),
+        ("second", "inline"),
+    ] {
+        let h5 = w.join(format!("{mode}-{collector}.h5"));
+        let env = [("WMHCCT_UNWIND", mode), ("WMHCCT_COLLECTOR", collector)];
+        let traced = run_traced(&exe, &[] as &[&str], &w.path, &h5, &env);
+        assert_eq!(traced.code, 0, "{mode} {collector}: {}", traced.describe());
+        assert_eq!(traced.stdout, plain.stdout);
+        assert_clean_stderr(&traced, &h5);
+        let r = report_json(&h5);
+        // glibc's own thread set-up and teardown add calloc and free calls
+        // (each thread's TLS vector): malloc is the program's alone.
+        for (kind, n, bytes) in &made {
+            if kind == "malloc" {
+                assert_eq!(total_count(&r, kind), *n, "{}", alloc_totals(&r));
+                assert_eq!(total_bytes(&r, kind), *bytes);
+            } else {
+                assert!(total_count(&r, kind) >= *n, "{kind}: {}", alloc_totals(&r));
+            }
+        }
+        let ctx = contexts_with(&r, "malloc", "small_thread_alloc");
+        let n: u64 = ctx.iter().map(|c| u64_of(&c["count"])).sum();
+        assert_eq!(n, 4 * 2000, "{}", summary(&r));
+        assert!(
+            ctx.iter().all(|c| frame_index(c, "use_stack").is_some()),
+            "{}",
+            summary(&r)
+        );
+        assert_eq!(u64_of(&r["unwind"]["errors"]), 0, "{}", r["unwind"]);
+    }
+}

@@ -1,0 +1,58 @@
+/* Threads with the smallest stack glibc allows (PTHREAD_STACK_MIN, 16 KiB),
+ * as helper threads of some runtimes have, each using 4 KiB of it and then
+ * allocating: the tracer must not need more of the program's stack than
+ * the program leaves. Prints "CALLS <function> <calls> <bytes>" (say.h). */
+#include <limits.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "say.h"
+
+#define THREADS 4
+#define CALLS 2000
+
+void *volatile keep;
+static unsigned long bytes[THREADS];
+
+__attribute__((noinline)) void small_thread_alloc(int id) {
+    for (int i = 0; i < CALLS; i++) {
+        size_t n = 16 + (size_t)(i % 7) * 8;
+        keep = malloc(n);
+        if (!keep) abort();
+        bytes[id] += n;
+        free(keep);
+    }
+}
+
+/* 4 KiB of this thread's stack in use below the allocations. */
+__attribute__((noinline)) void use_stack(int id, int kib) {
+    volatile char buf[1024];
+    memset((char *)buf, id, sizeof buf);
+    if (kib > 1)
+        use_stack(id, kib - 1);
+    else
+        small_thread_alloc(id);
+    buf[0] = 0;
+}
+
+static void *run(void *arg) {
+    int id = (int)(long)arg;
+    use_stack(id, 4);
+    return NULL;
+}
+
+int main(void) {
+    pthread_attr_t at;
+    pthread_attr_init(&at);
+    if (pthread_attr_setstacksize(&at, PTHREAD_STACK_MIN) != 0) return 2;
+    pthread_t t[THREADS];
+    for (long i = 0; i < THREADS; i++)
+        if (pthread_create(&t[i], &at, run, (void *)i) != 0) return 3;
+    for (int i = 0; i < THREADS; i++) pthread_join(t[i], NULL);
+    unsigned long total = 0;
+    for (int i = 0; i < THREADS; i++) total += bytes[i];
+    say("CALLS malloc %d %lu\n", THREADS * CALLS, total);
+    say("CALLS free %d 0\n", THREADS * CALLS);
+    return say_flush() == 0 ? 0 : 1;
+}
