@@ -248,6 +248,14 @@ fn release_tables(t: &Tracer, core: &mut Core) {
 /// Take the report of a process that is not (or no longer) part of an MPI
 /// job: write the profile, convert it.
 pub fn write(g: &Guard, t: &Tracer, reason: &str) {
+    // exit() or SIGTERM may come on a thread with little stack left.
+    tracer::with_stack(g, REPORT_STACK, || write_here(g, t, reason))
+}
+
+/// Stack the report's writing may need.
+const REPORT_STACK: u64 = 1 << 20;
+
+fn write_here(g: &Guard, t: &Tracer, reason: &str) {
     if tracer::job(t).is_some() {
         // An MPI rank that never reached MPI_Finalize.
         spill(g, t, reason);

@@ -232,6 +232,15 @@ impl Slot {
         unsafe { &mut *p }
     }
 
+    /// The thread's own stack, if its state exists.
+    pub fn own_stack(&self) -> Option<OwnStack> {
+        let p = self.0.get();
+        // SAFETY: a non-null pointer is this thread's live state; only a
+        // `Copy` field is read, while the guard keeps every other use of
+        // the state out.
+        (!p.is_null()).then(|| unsafe { (*p).stack })
+    }
+
     /// Whether the thread's state exists.
     pub fn is_set(&self) -> bool {
         !self.0.get().is_null()

@@ -337,6 +337,18 @@ fn capture(g: &Guard, t: &Tracer, ts: &mut ThreadState, now: u64, regs: Regs) ->
     }
 }
 
+/// Run `f` where `need` bytes of stack are free: in place if the thread's
+/// own stack has that much left below here, else on the tracer's stack.
+pub fn with_stack<R>(g: &Guard, need: u64, f: impl FnOnce() -> R) -> R {
+    let sp = crate::tracer_stack::sp();
+    let own = g.per_thread().slot.own_stack();
+    if own.is_some_and(|s| s.holds(sp) && sp - s.lo > need) {
+        f()
+    } else {
+        crate::tracer_stack::run(g, f)
+    }
+}
+
 /// Stack below the program's frame that the tracer may use in place.
 const ROOM: u64 = 64 << 10;
 

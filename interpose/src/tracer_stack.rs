@@ -63,15 +63,22 @@ fn here<R>(f: impl FnOnce() -> R) -> R {
     f()
 }
 
-/// Whether the current stack pointer lies on the tracer stack ending at
-/// `top`.
+/// The current stack pointer.
 #[inline(always)]
-fn on(top: u64) -> bool {
+pub fn sp() -> u64 {
     let sp: u64;
     // SAFETY: reads rsp; touches no memory.
     unsafe {
         std::arch::asm!("mov {}, rsp", out(reg) sp, options(nomem, nostack, preserves_flags))
     };
+    sp
+}
+
+/// Whether the current stack pointer lies on the tracer stack ending at
+/// `top`.
+#[inline(always)]
+fn on(top: u64) -> bool {
+    let sp = sp();
     sp <= top && sp > top - SIZE as u64
 }
 
@@ -191,11 +198,6 @@ extern "C" fn release(base: *mut libc::c_void) {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn sp() -> u64 {
-        let x = 0u8;
-        std::hint::black_box(&x as *const u8 as u64)
-    }
 
     #[test]
     fn runs_on_its_own_stack_and_comes_back() {

@@ -1,7 +1,9 @@
 /* Threads with the smallest stack glibc allows (PTHREAD_STACK_MIN, 16 KiB),
  * as helper threads of some runtimes have, each using 4 KiB of it and then
  * allocating: the tracer must not need more of the program's stack than
- * the program leaves. Prints "CALLS <function> <calls> <bytes>" (say.h). */
+ * the program leaves. Prints "CALLS <function> <calls> <bytes>" (say.h).
+ * With argument "exit", a last such thread ends the process with exit(3)
+ * (the report is then written on its stack's side). */
 #include <limits.h>
 #include <pthread.h>
 #include <stdlib.h>
@@ -42,7 +44,13 @@ static void *run(void *arg) {
     return NULL;
 }
 
-int main(void) {
+static void *exit_from_thread(void *arg) {
+    (void)arg;
+    say_flush();
+    exit(3);
+}
+
+int main(int argc, char **argv) {
     pthread_attr_t at;
     pthread_attr_init(&at);
     if (pthread_attr_setstacksize(&at, PTHREAD_STACK_MIN) != 0) return 2;
@@ -54,5 +62,11 @@ int main(void) {
     for (int i = 0; i < THREADS; i++) total += bytes[i];
     say("CALLS malloc %d %lu\n", THREADS * CALLS, total);
     say("CALLS free %d 0\n", THREADS * CALLS);
+    if (argc > 1 && strcmp(argv[1], "exit") == 0) {
+        pthread_t e;
+        if (pthread_create(&e, &at, exit_from_thread, NULL) != 0) return 4;
+        pthread_join(e, NULL);
+        return 5; /* not reached */
+    }
     return say_flush() == 0 ? 0 : 1;
 }

@@ -178,3 +178,22 @@ fn threads_with_the_smallest_stacks_are_traced_without_harm() {
         assert_eq!(u64_of(&r["unwind"]["errors"]), 0, "{}", r["unwind"]);
     }
 }
+
+/// A 16 KiB thread that ends the process with exit(3): the report is
+/// written (on the tracer's stack), the exit code is the program's. It used
+/// to die by SIGSEGV writing the report on that thread's stack.
+#[test]
+fn exit_from_a_small_thread_writes_the_report() {
+    let w = WorkDir::new("small-stack-exit");
+    let exe = compile("small_stacks.c", &w.path, Opt::Release, &["-pthread"]);
+    let plain = run_plain(&exe, &["exit"], &w.path);
+    assert_eq!(plain.code, 3, "without the tracer: {}", plain.describe());
+    let h5 = w.join("exit.h5");
+    let traced = run_traced(&exe, &["exit"], &w.path, &h5, &[]);
+    assert_eq!(traced.code, 3, "{}", traced.describe());
+    assert_eq!(traced.stdout, plain.stdout);
+    assert_clean_stderr(&traced, &h5);
+    let r = report_json(&h5);
+    assert_eq!(total_count(&r, "malloc"), 4 * 2000, "{}", alloc_totals(&r));
+    assert_eq!(r["reason"], "exit", "{}", r["reason"]);
+}
