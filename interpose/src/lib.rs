@@ -40,6 +40,7 @@ mod reserve;
 mod signals;
 mod stack_memory;
 mod thread;
+mod thread_key;
 pub mod tracer;
 mod tracer_stack;
 

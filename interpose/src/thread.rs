@@ -3,7 +3,6 @@
 //! Flushed into the process state when the thread exits.
 
 use std::cell::Cell;
-use std::sync::atomic::{AtomicU32, Ordering};
 
 use wmhcct_collector::packet::Replay;
 use wmhcct_collector::Cursor;
@@ -11,6 +10,7 @@ use wmhcct_unwinder::{HeuristicConfig, Mode, ThreadUnwinder, UnwindStats};
 
 use crate::config::{Config, UnwindMode};
 use crate::stack_memory::OwnStack;
+use crate::thread_key::ThreadKey;
 
 /// Proof that the core lock is held: `tracer::Core` owns the only one, so
 /// `&mut CursorAccess` is borrowed from a locked core.
@@ -169,23 +169,8 @@ impl ThreadState {
 /// `pthread_setspecific` on an early key do not allocate.
 pub struct Slot(Cell<*mut ThreadState>);
 
-static KEY: AtomicU32 = AtomicU32::new(u32::MAX);
-static KEY_ONCE: std::sync::Once = std::sync::Once::new();
-
-fn key() -> Option<libc::pthread_key_t> {
-    KEY_ONCE.call_once(|| {
-        let mut k: libc::pthread_key_t = 0;
-        // SAFETY: writes a key into a local; `exit_thread` matches the
-        // destructor signature.
-        if unsafe { libc::pthread_key_create(&mut k, Some(exit_thread)) } == 0 {
-            KEY.store(k, Ordering::Release);
-        }
-    });
-    match KEY.load(Ordering::Acquire) {
-        u32::MAX => None,
-        k => Some(k),
-    }
-}
+/// Its destructor hands the thread's state back when the thread exits.
+static KEY: ThreadKey = ThreadKey::new(exit_thread);
 
 extern "C" fn exit_thread(p: *mut libc::c_void) {
     if p.is_null() {
@@ -218,7 +203,7 @@ impl Slot {
             // allocate through the exported functions: hidden.
             p = crate::guard::hidden(|| {
                 let p = Box::into_raw(Box::new(ThreadState::new(cfg)));
-                if let Some(k) = key() {
+                if let Some(k) = KEY.get() {
                     // SAFETY: a valid key; the value is our own pointer.
                     unsafe { libc::pthread_setspecific(k, p.cast()) };
                 }

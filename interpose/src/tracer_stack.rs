@@ -18,9 +18,9 @@
 //! the thread's own stack as before.
 
 use std::cell::Cell;
-use std::sync::atomic::{AtomicU32, Ordering};
 
 use crate::guard::Guard;
+use crate::thread_key::ThreadKey;
 
 /// Usable size of a tracer stack.
 const SIZE: usize = 512 << 10;
@@ -130,30 +130,14 @@ fn switch<F: FnOnce() -> R, R>(top: u64, f: F) -> R {
     }
 }
 
-static KEY: AtomicU32 = AtomicU32::new(u32::MAX);
-static KEY_ONCE: std::sync::Once = std::sync::Once::new();
-
-/// The pthread key whose destructor unmaps a thread's tracer stack.
-fn key() -> Option<libc::pthread_key_t> {
-    KEY_ONCE.call_once(|| {
-        let mut k: libc::pthread_key_t = 0;
-        // SAFETY: writes a key into a local; `release` matches the
-        // destructor signature.
-        if unsafe { libc::pthread_key_create(&mut k, Some(release)) } == 0 {
-            KEY.store(k, Ordering::Release);
-        }
-    });
-    match KEY.load(Ordering::Acquire) {
-        u32::MAX => None,
-        k => Some(k),
-    }
-}
+/// Its destructor unmaps a thread's tracer stack.
+static KEY: ThreadKey = ThreadKey::new(release);
 
 /// Map a tracer stack for this thread and register its release; its top,
 /// or [`UNUSABLE`].
 fn map() -> u64 {
     // Without the key the stack would outlive the thread: do without.
-    let Some(k) = crate::guard::hidden(key) else {
+    let Some(k) = crate::guard::hidden(|| KEY.get()) else {
         return UNUSABLE;
     };
     let len = SIZE + GUARD;
