@@ -14,6 +14,8 @@
 //! `makecontext_root` finds the return address glibc's `makecontext` plants
 //! under a coroutine's entry function, which marks that stack's bottom.
 
+use std::sync::atomic::{AtomicU64, Ordering};
+
 /// Pages are probed in units of the smallest x86_64 page.
 const PAGE: u64 = 4096;
 /// At most this many pages per probe (one `process_vm_readv`).
@@ -99,6 +101,13 @@ impl OwnStack {
     #[inline(always)]
     pub fn holds(&self, sp: u64) -> bool {
         sp >= self.lo && sp < self.hi
+    }
+
+    /// Whether a stack pointer lies on this stack with more than `need`
+    /// bytes of it left below.
+    #[inline(always)]
+    pub fn has_room(&self, sp: u64, need: u64) -> bool {
+        self.holds(sp) && sp - self.lo > need
     }
 
     /// Reads the word at `addr` if it lies in `[sp, hi)`, `sp` being a
@@ -232,10 +241,24 @@ fn readable_pages(start: u64, pages: usize) -> usize {
 }
 
 /// The return address glibc's `makecontext` puts under a coroutine's entry
-/// function (its `__start_context` trampoline, a local symbol), found by
-/// asking `makecontext` to prepare a context on a scratch stack that never
-/// runs.
+/// function (its `__start_context` trampoline, a local symbol), found once.
 pub fn makecontext_root() -> Option<u64> {
+    // 0: not looked for yet; 1: none.
+    static ROOT: AtomicU64 = AtomicU64::new(0);
+    match ROOT.load(Ordering::Relaxed) {
+        0 => {
+            let r = find_makecontext_root();
+            ROOT.store(r.unwrap_or(1), Ordering::Relaxed);
+            r
+        }
+        1 => None,
+        r => Some(r),
+    }
+}
+
+/// [`makecontext_root`], found by asking `makecontext` to prepare a context
+/// on a scratch stack that never runs.
+fn find_makecontext_root() -> Option<u64> {
     extern "C" fn never_run() {}
     let mut stack = [0u64; 64];
     // SAFETY: a zeroed ucontext is a valid argument once its stack is set;
@@ -382,6 +405,7 @@ mod tests {
     #[test]
     fn makecontext_root_is_the_trampoline_a_coroutine_returns_to() {
         let ra = makecontext_root().expect("glibc's makecontext");
+        assert_eq!(makecontext_root(), Some(ra), "found once, kept");
         // SAFETY: an all-zero Dl_info is valid (pointers null); dladdr
         // fills it.
         let mut dl: libc::Dl_info = unsafe { std::mem::zeroed() };

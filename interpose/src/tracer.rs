@@ -245,24 +245,9 @@ fn split_scan(
         scanned.push(m.unwind.clone());
         table.add(m.unwind);
     }
-    let root = makecontext_root();
+    let root = crate::stack_memory::makecontext_root();
     table.set_stack_root(root.filter(|&ra| table.contains(ra)));
     (table, records, scanned)
-}
-
-/// glibc's coroutine trampoline (`stack_memory::makecontext_root`), found
-/// once (0: not yet; 1: none).
-fn makecontext_root() -> Option<u64> {
-    static ROOT: AtomicU64 = AtomicU64::new(0);
-    match ROOT.load(Ordering::Relaxed) {
-        0 => {
-            let r = crate::stack_memory::makecontext_root();
-            ROOT.store(r.unwrap_or(1), Ordering::Relaxed);
-            r
-        }
-        1 => None,
-        r => Some(r),
-    }
 }
 
 /// Re-read the loaded objects if the loader's generation changed.
@@ -330,7 +315,7 @@ fn capture(g: &Guard, t: &Tracer, ts: &mut ThreadState, now: u64, regs: Regs) ->
         ts.frames.clear();
         return (0, 0);
     }
-    if ts.stack.holds(regs.sp) && regs.sp - ts.stack.lo > ROOM {
+    if ts.stack.has_room(regs.sp, ROOM) {
         capture_here(t, ts, now, regs)
     } else {
         crate::tracer_stack::run(g, || capture_here(t, ts, now, regs))
@@ -342,7 +327,7 @@ fn capture(g: &Guard, t: &Tracer, ts: &mut ThreadState, now: u64, regs: Regs) ->
 pub fn with_stack<R>(g: &Guard, need: u64, f: impl FnOnce() -> R) -> R {
     let sp = crate::tracer_stack::sp();
     let own = g.per_thread().slot.own_stack();
-    if own.is_some_and(|s| s.holds(sp) && sp - s.lo > need) {
+    if own.is_some_and(|s| s.has_room(sp, need)) {
         f()
     } else {
         crate::tracer_stack::run(g, f)
@@ -354,10 +339,6 @@ const ROOM: u64 = 64 << 10;
 
 #[inline(never)]
 fn capture_here(t: &Tracer, ts: &mut ThreadState, now: u64, regs: Regs) -> (usize, u64) {
-    if t.config.unwind == UnwindMode::None {
-        ts.frames.clear();
-        return (0, 0);
-    }
     let validate = t.config.validate > 0.0 && ts.random() < t.config.validate;
     let cap = if ts.stack.holds(regs.sp) {
         let stack = ts.stack;
