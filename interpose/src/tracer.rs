@@ -173,6 +173,7 @@ pub fn finish() -> bool {
 }
 
 fn init() -> Tracer {
+    crate::diag::note_stderr();
     let (config, warnings) = Config::from_lookup(|k| std::env::var(k).ok());
     for w in &warnings {
         crate::diag::message(&[w]);

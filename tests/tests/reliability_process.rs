@@ -9,6 +9,7 @@
 
 mod rel_common;
 
+use std::path::Path;
 use std::time::Duration;
 
 use rel_common::*;
@@ -168,5 +169,58 @@ fn dlopen_dlclose_1000_times() {
     assert!(
         frame.to_string().contains("librel_dlib.so"),
         "module of rel_lib_inner: {frame}"
+    );
+}
+
+/// The program gives fd 2 to a data file of its own (closing stderr and
+/// opening the file, or `dup2` over fd 2), or was started with fd 2
+/// closed: the tracer's closing line must not land in that file. The
+/// report is still written; with stderr kept, the line goes there.
+#[test]
+fn program_that_takes_over_fd_2() {
+    let w = WorkDir::new("rel-stderr");
+    let exe = compile("rel_stderr.c", &w.path, Opt::Debug, &[]);
+    let data = "the program's own data\n";
+    for (mode, closed_at_start) in [("reopen", false), ("dup2", false), ("reopen", true)] {
+        let name = format!("{mode}-{closed_at_start}");
+        let file = w.join(format!("{name}.txt"));
+        let file_s = file.to_string_lossy().into_owned();
+        let native = run_plain(&exe, &[mode, &file_s], &w.path);
+        assert_eq!(native.code, 0, "{}", native.describe());
+        assert_eq!(std::fs::read_to_string(&file).unwrap(), data);
+        let h5 = w.join(format!("{name}.h5"));
+        let out = if closed_at_start {
+            // `exec 2>&-`: the program starts without fd 2.
+            let script = format!("exec 2>&- && exec {} {mode} {file_s}", exe.display());
+            run_traced(Path::new("/bin/sh"), &["-c", &script], &w.path, &h5, &[])
+        } else {
+            run_traced(&exe, &[mode, &file_s], &w.path, &h5, &[])
+        };
+        assert_eq!(out.code, 0, "{name}: {}", out.describe());
+        assert_eq!(out.stdout, native.stdout, "{name}: output unchanged");
+        assert_eq!(
+            std::fs::read_to_string(&file).unwrap(),
+            data,
+            "{name}: nothing of the tracer's in the program's file"
+        );
+        assert_eq!(out.stderr, "", "{name}: fd 2 was never the test's");
+        let r = report_json(&h5);
+        let work: u64 = contexts_with(&r, "malloc", "rel_stderr_work")
+            .iter()
+            .map(|x| u64_of(&x["count"]))
+            .sum();
+        assert_eq!(work, 1000, "{name}: {}", summary(&r));
+    }
+    // Control: with fd 2 left alone the closing line goes there.
+    let file = w.join("keep.txt");
+    let h5 = w.join("keep.h5");
+    let out = run_traced(&exe, &["keep", &file.to_string_lossy()], &w.path, &h5, &[]);
+    assert_eq!(out.code, 0, "{}", out.describe());
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), data);
+    assert_eq!(
+        tracer_lines(&out.stderr),
+        [format!("wmhcct: report written to {}", h5.display())],
+        "{}",
+        out.stderr
     );
 }
