@@ -12,7 +12,7 @@ use crate::cursor::Cursor;
 use crate::hcct::{capacity_for, Hcct};
 use crate::heap::Heap;
 use crate::mcct::NONE;
-use crate::ptr_table::{Block, PtrTable};
+use crate::ptr_table::{Block, NoRoom, PtrTable};
 use crate::reservoir::Reservoir;
 use crate::series::{Bins, BASE_BIN_NS};
 
@@ -65,6 +65,8 @@ pub struct Collector {
     ptrs: PtrTable,
     totals: Vec<(u64, u64)>,
     untraced: u64,
+    /// Allocations not in the pointer table (it could not grow: memory exhausted).
+    untracked: u64,
     /// Time series; `None` when `bins == 0`.
     series: Option<Bins>,
     samples: Reservoir<RawSample>,
@@ -89,6 +91,7 @@ impl Collector {
             ptrs: PtrTable::new(),
             totals: vec![(0, 0); cfg.n_kinds],
             untraced: 0,
+            untracked: 0,
             series: (series.bins > 0).then(|| Bins::new(series.bins, BASE_BIN_NS)),
             samples: Reservoir::new(series.event_samples),
         }
@@ -229,11 +232,21 @@ impl Collector {
     fn track(&mut self, ptr: u64, size: u64, leaf: Option<(u32, u32)>, t_ns: u64) {
         let (node, gen) = leaf.unwrap_or((NONE, 0));
         let epoch = self.heap.epoch;
-        if let Some(stale) = self.ptrs.insert(ptr, Block { size, node, gen }) {
-            // The address was handed out again without a free we saw.
-            self.hcct
-                .discharge(stale.node, stale.gen, stale.size, epoch);
-            self.heap.shrink(stale.size);
+        match self.ptrs.insert(ptr, Block { size, node, gen }) {
+            Ok(Some(stale)) => {
+                // The address was handed out again without a free we saw.
+                self.hcct
+                    .discharge(stale.node, stale.gen, stale.size, epoch);
+                self.heap.shrink(stale.size);
+            }
+            Ok(None) => {}
+            Err(NoRoom) => {
+                // Memory is exhausted and the table full: the block is
+                // counted (totals, its context) but not live; its free
+                // will be an unknown one.
+                self.untracked = self.untracked.saturating_add(1);
+                return;
+            }
         }
         let epoch = self.heap.epoch;
         let before = self.heap.live;
@@ -352,6 +365,12 @@ impl Collector {
     /// Events recorded without a stack.
     pub fn untraced_events(&self) -> u64 {
         self.untraced
+    }
+
+    /// Allocations left out of the heap figures because the pointer table
+    /// could not grow (the process exhausted its memory).
+    pub fn untracked_blocks(&self) -> u64 {
+        self.untracked
     }
 
     pub fn memory_bytes(&self) -> u64 {

@@ -6,6 +6,11 @@
 //! keeps its load between 0.4 and 0.9, growing and shrinking by about 1.4×,
 //! so it costs on average about 32 bytes per live block and never holds much
 //! more than the live set.
+//!
+//! Growing needs the new table beside the old one. When that memory cannot
+//! be had (the program exhausted its address space) the table stays as it
+//! is and fills up to a load of 31/32; beyond that [`PtrTable::insert`]
+//! refuses new blocks ([`NoRoom`]) instead of aborting the process.
 
 /// Value stored for a live block.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -38,6 +43,27 @@ fn home(key: u64, cap: usize) -> usize {
     let h = (key ^ (key >> 31)).wrapping_mul(0x9E37_79B9_7F4A_7C15);
     ((h as u128 * cap as u128) >> 64) as usize
 }
+
+#[cfg(not(test))]
+#[inline(always)]
+fn growth_refused(_cap: usize) -> bool {
+    false
+}
+
+#[cfg(test)]
+thread_local! {
+    /// Tests: tables of more entries than this cannot be had.
+    static MAX_CAP: std::cell::Cell<usize> = const { std::cell::Cell::new(usize::MAX) };
+}
+
+#[cfg(test)]
+fn growth_refused(cap: usize) -> bool {
+    cap > MAX_CAP.with(|m| m.get())
+}
+
+/// The table could not grow and is full: the block was not stored.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct NoRoom;
 
 #[derive(Clone, Debug, Default)]
 pub struct PtrTable {
@@ -88,14 +114,36 @@ impl PtrTable {
     }
 
     /// Inserts `key`; returns the block it replaces if `key` was present.
-    /// Address 0 is ignored.
-    pub fn insert(&mut self, key: u64, block: Block) -> Option<Block> {
+    /// Address 0 is ignored. [`NoRoom`]: the table could not grow and is
+    /// full (the block is not stored; a present `key` is still replaced).
+    pub fn insert(&mut self, key: u64, block: Block) -> Result<Option<Block>, NoRoom> {
         if key == 0 {
-            return None;
+            return Ok(None);
         }
         let cap = self.entries.len();
-        if (self.len + 1) * 10 > cap * 9 {
-            self.resize(self.len + 1);
+        if (self.len + 1) * 10 > cap * 9
+            && !self.resize(self.len + 1)
+            && (self.len + 1) * 32 > cap * 31
+        {
+            return match self.find(key) {
+                Some(pos) => {
+                    let e = std::mem::replace(
+                        &mut self.entries[pos],
+                        Entry {
+                            key,
+                            size: block.size,
+                            node: block.node,
+                            gen: block.gen,
+                        },
+                    );
+                    Ok(Some(Block {
+                        size: e.size,
+                        node: e.node,
+                        gen: e.gen,
+                    }))
+                }
+                None => Err(NoRoom),
+            };
         }
         let cap = self.entries.len();
         let mut carry = Entry {
@@ -113,15 +161,15 @@ impl PtrTable {
                 self.entries[pos] = carry;
                 self.len += 1;
                 self.peak = self.peak.max(self.len);
-                return None;
+                return Ok(None);
             }
             if !swapped && e.key == key {
                 self.entries[pos] = carry;
-                return Some(Block {
+                return Ok(Some(Block {
                     size: e.size,
                     node: e.node,
                     gen: e.gen,
-                });
+                }));
             }
             let ed = self.dist(e.key, pos);
             if ed < d {
@@ -134,7 +182,7 @@ impl PtrTable {
             d += 1;
         }
         // Unreachable while the load stays below 1.
-        None
+        Err(NoRoom)
     }
 
     fn find(&self, key: u64) -> Option<usize> {
@@ -197,13 +245,22 @@ impl PtrTable {
     }
 
     /// Rebuilds the table for `want` entries at a load of about 0.64.
-    fn resize(&mut self, want: usize) {
+    /// Returns false, leaving the table as it was, when the memory for the
+    /// new one cannot be had.
+    fn resize(&mut self, want: usize) -> bool {
         let new_cap = (want.saturating_mul(100) / 64 + 1).max(MIN_CAP);
-        let old = std::mem::replace(&mut self.entries, vec![EMPTY; new_cap]);
+        let mut fresh = Vec::new();
+        if growth_refused(new_cap) || fresh.try_reserve_exact(new_cap).is_err() {
+            return false;
+        }
+        fresh.resize(new_cap, EMPTY);
+        let old = std::mem::replace(&mut self.entries, fresh);
         self.len = 0;
         let peak = self.peak;
         for e in old.into_iter().filter(|e| e.key != 0) {
-            self.insert(
+            // Room for every old entry: the new table is larger than the
+            // live set.
+            let _ = self.insert(
                 e.key,
                 Block {
                     size: e.size,
@@ -213,6 +270,7 @@ impl PtrTable {
             );
         }
         self.peak = peak;
+        true
     }
 
     /// Every entry's node and generation (for tests and checks).
@@ -247,13 +305,13 @@ mod tests {
     #[test]
     fn insert_get_remove() {
         let mut t = PtrTable::new();
-        assert_eq!(t.insert(0, b(1)), None);
+        assert_eq!(t.insert(0, b(1)), Ok(None));
         assert!(t.is_empty());
         for i in 1..1000u64 {
-            assert_eq!(t.insert(i * 16, b(i)), None);
+            assert_eq!(t.insert(i * 16, b(i)), Ok(None));
         }
         assert_eq!(t.len(), 999);
-        assert_eq!(t.insert(16, b(7)), Some(b(1)));
+        assert_eq!(t.insert(16, b(7)), Ok(Some(b(1))));
         assert_eq!(t.get(32), Some(b(2)));
         for i in 1..1000u64 {
             assert!(t.remove(i * 16).is_some());
@@ -268,10 +326,46 @@ mod tests {
     fn memory_per_live_block() {
         let mut t = PtrTable::new();
         for i in 1..=100_000u64 {
-            t.insert(0x7f00_0000_0000 + i * 48, b(i));
+            t.insert(0x7f00_0000_0000 + i * 48, b(i)).unwrap();
         }
         let per = t.memory_bytes() as f64 / t.len() as f64;
         assert!(per <= 40.0, "{per} bytes per live block");
+    }
+
+    #[test]
+    fn a_table_that_cannot_grow_fills_up_then_refuses() {
+        MAX_CAP.with(|m| m.set(1000));
+        let mut t = PtrTable::new();
+        let mut stored = Vec::new();
+        let mut refused = 0;
+        for i in 1..=2000u64 {
+            match t.insert(i * 16, b(i)) {
+                Ok(None) => stored.push(i),
+                Ok(Some(_)) => panic!("{i} was not present"),
+                Err(NoRoom) => refused += 1,
+            }
+        }
+        let cap = t.memory_bytes() as usize / std::mem::size_of::<Entry>();
+        assert!(cap <= 1000, "{cap}");
+        assert_eq!(stored.len(), t.len());
+        assert!(t.len() * 32 <= cap * 31 && t.len() * 32 > cap * 31 - 32);
+        assert_eq!(refused, 2000 - stored.len());
+        // Present keys are still replaced; every stored block is found.
+        assert_eq!(t.insert(16, b(7)), Ok(Some(b(1))));
+        for &i in &stored[1..] {
+            assert_eq!(t.get(i * 16), Some(b(i)));
+        }
+        assert_eq!(t.get(stored.last().unwrap() * 16 + 16), None);
+        // Frees make room again; growth, once possible, resumes.
+        for &i in &stored[..100] {
+            assert!(t.remove(i * 16).is_some());
+        }
+        assert_eq!(t.insert(99_999 * 16, b(5)), Ok(None));
+        MAX_CAP.with(|m| m.set(usize::MAX));
+        for i in 3000..6000u64 {
+            assert_eq!(t.insert(i * 16, b(i)), Ok(None));
+        }
+        assert_eq!(t.get(99_999 * 16), Some(b(5)));
     }
 
     proptest! {
@@ -282,7 +376,7 @@ mod tests {
             for (ins, k) in ops {
                 let key = k * 16 + 16;
                 if ins {
-                    prop_assert_eq!(t.insert(key, b(k)), m.insert(key, b(k)));
+                    prop_assert_eq!(t.insert(key, b(k)), Ok(m.insert(key, b(k))));
                 } else {
                     prop_assert_eq!(t.remove(key), m.remove(&key));
                 }

@@ -216,6 +216,15 @@ pub fn take(g: &Guard, t: &Tracer, reason: &str) -> Option<Profile> {
         return None;
     }
     let profile = build(t, &ordered, reason);
+    let untracked = ordered.collector.untracked_blocks();
+    if untracked > 0 {
+        crate::diag::message(&[
+            "memory was exhausted and the live-block table could not grow: ",
+            &untracked.to_string(),
+            " allocations are counted but left out of the heap figures \
+             (live, peak, leaks); their frees count as unknown frees",
+        ]);
+    }
     release_tables(t, &mut ordered);
     drop(ordered);
     tracer::drop_thread_modules(g, t);

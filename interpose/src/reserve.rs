@@ -109,6 +109,46 @@ static HANDLER_ON: AtomicBool = AtomicBool::new(false);
 /// The one message about the emergency reserve was printed.
 static WARNED: AtomicBool = AtomicBool::new(false);
 
+/// Address space the tracer wants free when it starts: the emergency
+/// reserve and the tables it sets up (the collector, the thread's tracer
+/// stack, the collector thread's ring and stack).
+pub const START_ROOM: usize = 64 << 20;
+
+/// Whether [`START_ROOM`] bytes of address space are free now (a mapping of
+/// that size, made and removed at once). False under an address-space
+/// limit (`ulimit -v`) the program has all but used up, where starting
+/// would leave the tracer to fail its first allocations.
+pub fn room_to_start() -> bool {
+    // SAFETY: an anonymous private mapping, removed right away; no
+    // existing memory is affected.
+    unsafe {
+        let p = libc::mmap(
+            std::ptr::null_mut(),
+            START_ROOM,
+            libc::PROT_NONE,
+            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE,
+            -1,
+            0,
+        );
+        if p == libc::MAP_FAILED {
+            return false;
+        }
+        libc::munmap(p, START_ROOM);
+    }
+    true
+}
+
+/// The soft address-space limit in KiB (`ulimit -v`), if there is one.
+pub fn address_space_limit_kib() -> Option<u64> {
+    let mut r = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit writes the struct.
+    let ok = unsafe { libc::getrlimit(libc::RLIMIT_AS, &mut r) } == 0;
+    (ok && r.rlim_cur != libc::RLIM_INFINITY).then_some(r.rlim_cur / 1024)
+}
+
 /// Map the emergency reserve (at tracer start-up).
 pub fn map_emergency() {
     EMERGENCY.map(&[EMERGENCY_BYTES, EMERGENCY_BYTES / 4, EMERGENCY_BYTES / 16]);
@@ -140,17 +180,17 @@ pub fn contains(p: usize) -> bool {
 }
 
 /// glibc could not satisfy the tracer: a block from the emergency reserve
-/// (null when it is exhausted too). Says so once on stderr.
+/// (null when it cannot hold it: the caller either copes, as the
+/// live-block table does by not growing, or the allocation error aborts
+/// with Rust's own line). Says once on stderr that the reserve is in use.
 #[cold]
 pub fn emergency_alloc(size: usize, align: usize) -> *mut u8 {
     let p = EMERGENCY.alloc(size, align);
-    if !WARNED.swap(true, Ordering::Relaxed) {
-        crate::diag::message(&[if p.is_null() {
-            "memory is exhausted and the tracer's emergency reserve is unavailable"
-        } else {
+    if !p.is_null() && !WARNED.swap(true, Ordering::Relaxed) {
+        crate::diag::message(&[
             "memory is exhausted: the tracer continues from its emergency reserve \
-             (the program's allocations are unaffected)"
-        }]);
+             (the program's allocations are unaffected)",
+        ]);
     }
     p
 }

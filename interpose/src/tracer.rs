@@ -138,6 +138,11 @@ pub fn get(g: &Guard) -> Option<&'static Tracer> {
                     .compare_exchange(UNINIT, INITIALISING, Ordering::AcqRel, Ordering::Acquire)
                     .is_ok()
                 {
+                    if !crate::reserve::room_to_start() {
+                        not_started_for_room();
+                        STATE.store(FINISHED, Ordering::Release);
+                        return None;
+                    }
                     let t = crate::guard::hidden(|| {
                         // Start-up work, on the tracer's stack.
                         let t = Box::leak(Box::new(crate::tracer_stack::run(g, init)));
@@ -170,6 +175,23 @@ pub fn finish() -> bool {
     STATE
         .compare_exchange(READY, FINISHED, Ordering::AcqRel, Ordering::Acquire)
         .is_ok()
+}
+
+/// The address space is nearly used up at start-up: not traced, said once.
+#[cold]
+fn not_started_for_room() {
+    crate::diag::note_stderr();
+    let limit = match crate::reserve::address_space_limit_kib() {
+        Some(kib) => format!(" (`ulimit -v` {kib} KiB)"),
+        None => String::new(),
+    };
+    crate::diag::message(&[
+        "not tracing this process: its address space",
+        &limit,
+        " has less than ",
+        &(crate::reserve::START_ROOM >> 20).to_string(),
+        " MiB free for the tracer; it runs untraced and no report is written",
+    ]);
 }
 
 fn init() -> Tracer {

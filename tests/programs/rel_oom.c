@@ -10,7 +10,13 @@
  *          errno == ENOMEM, frees everything, then checks that allocation
  *          works again. The block counts depend on the memory left and go to
  *          stderr only, so stdout is the same with and without the tracer.
- * Usage: rel_oom huge|exhaust
+ * small:   run under `ulimit -v`: 64-byte blocks (rel_small) only, until
+ *          NULL (at most 4*10^7), kept in a list; then as exhaust.
+ *          With millions of live blocks the tracer's live-block table is
+ *          what cannot grow.
+ * little:  1000 64-byte blocks, freed (under a limit that leaves the
+ *          tracer no room to start).
+ * Usage: rel_oom huge|exhaust|small|little
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -100,8 +106,51 @@ static int exhaust(void) {
     return 0;
 }
 
+/* The blocks form a list (each holds the previous one's address): no array
+ * that would take address space of its own. */
+static int small_only(void) {
+    size_t sn = 0;
+    int err = 0;
+    void *head = NULL;
+    for (;;) {
+        errno = 0;
+        void **p = rel_small();
+        if (!p) { err = errno; break; }
+        *p = head;
+        head = p;
+        if (++sn == 40000000) break;
+    }
+    printf("small blocks: ended with %s, errno %s\n", sn == 40000000 ? "a full list" : "NULL", sn == 40000000 ? "-" : err == ENOMEM ? "ENOMEM" : "other");
+    fprintf(stderr, "rel_oom: %zu small blocks\n", sn);
+    while (head) {
+        void *next = *(void **)head;
+        free(head);
+        head = next;
+    }
+    errno = 0;
+    void *p = malloc(1 << 20);
+    show("malloc(1 MiB) after freeing everything", p, errno);
+    free(p);
+    return 0;
+}
+
+static int little(void) {
+    long n = 0;
+    for (int i = 0; i < 1000; i++) {
+        char *p = rel_small();
+        if (!p) break;
+        p[0] = 1;
+        n += p[0];
+        free(p);
+    }
+    printf("little: %ld blocks\n", n);
+    return 0;
+}
+
 int main(int argc, char **argv) {
     setvbuf(stdout, NULL, _IONBF, 0);
     if (argc > 1 && strcmp(argv[1], "exhaust") == 0) return exhaust();
+    if (argc > 1 && strcmp(argv[1], "small") == 0) return small_only();
+    if (argc > 1 && strcmp(argv[1], "little") == 0) return little();
     return huge();
 }

@@ -92,6 +92,98 @@ fn address_space_exhaustion_under_ulimit() {
     }
 }
 
+/// Millions of live 64-byte blocks under `ulimit -v`: the tracer's
+/// live-block table, which needs its new size beside the old one to grow,
+/// runs out of address space before the program does. It stops growing
+/// (instead of aborting the program, as it used to): the program ends as
+/// without the tracer, every call is in the totals, the blocks left out of
+/// the table are named on stderr and their frees are the unknown frees.
+#[test]
+fn live_block_table_cannot_grow_under_ulimit() {
+    let t = "live_block_table_cannot_grow_under_ulimit";
+    let w = WorkDir::new("rel-oom-table");
+    let exe = compile("rel_oom.c", &w.path, Opt::Debug, &[]);
+    let limit_kb = 400_000;
+    let native = run_limited(&exe, &["small"], &w.path, limit_kb, None);
+    assert_eq!(native.code, 0, "{}", native.describe());
+    let expected = "small blocks: ended with NULL, errno ENOMEM\n\
+                    malloc(1 MiB) after freeing everything: non-NULL errno 0\n";
+    assert_eq!(native.stdout, expected);
+    let h5 = w.join("table.h5");
+    let out = run_limited(&exe, &["small"], &w.path, limit_kb, Some(&h5));
+    assert_eq!(out.code, 0, "the program survives: {}", out.describe());
+    assert_eq!(out.stdout, expected, "NULL/ENOMEM as without the tracer");
+    assert_no_panic(&out.stderr, "traced run");
+    let lines = tracer_lines(&out.stderr);
+    let untracked = lines
+        .iter()
+        .find(|l| l.contains("live-block table could not grow"))
+        .and_then(|l| number_after(l, "grow:"))
+        .unwrap_or_else(|| panic!("no line on the table: {}", out.stderr));
+    assert!(untracked > 0);
+    assert!(
+        lines
+            .iter()
+            .all(|l| l.contains("could not grow") || l.contains("report written")),
+        "{}",
+        out.stderr
+    );
+    let n = number_after(&out.stderr, "rel_oom:").unwrap();
+    let r = report_json(&h5);
+    figure(
+        t,
+        format!(
+            "ulimit -v {limit_kb} KiB: native {} blocks, traced {n}; {untracked} left out \
+             of the table; heap {}",
+            number_after(&native.stderr, "rel_oom:").unwrap_or(0),
+            r["heap"]
+        ),
+    );
+    // Every call counted: n blocks in their context, the NULL (totals
+    // only) and the 1 MiB block; n + 1 frees.
+    let small = context_with(&r, "malloc", "rel_small");
+    assert_eq!(u64_of(&small["count"]), n, "{small}");
+    assert_eq!(total_count(&r, "malloc"), n + 2, "{}", alloc_totals(&r));
+    assert_eq!(total_count(&r, "free"), n + 1, "{}", alloc_totals(&r));
+    assert_eq!(u64_of(&r["heap"]["unknown_frees"]), untracked);
+    assert_eq!(u64_of(&r["tracer"]["ptr_table_peak"]), n - untracked);
+    assert_eq!(u64_of(&r["heap"]["live_blocks"]), 0);
+}
+
+/// Started with less than 64 MiB of address space left under `ulimit -v`
+/// (e.g. large static arrays close to the limit): the tracer does not start
+/// (it used to abort the program on its first allocation), says so in one
+/// line naming the limit, and the program runs as without it.
+#[test]
+fn no_room_to_start_under_ulimit() {
+    let w = WorkDir::new("rel-oom-start");
+    let exe = compile("rel_oom.c", &w.path, Opt::Debug, &[]);
+    for limit_kb in [12_000u64, 40_000] {
+        let native = run_limited(&exe, &["little"], &w.path, limit_kb, None);
+        assert_eq!(native.code, 0, "{}", native.describe());
+        assert_eq!(native.stdout, "little: 1000 blocks\n");
+        let h5 = w.join(format!("start{limit_kb}.h5"));
+        let out = run_limited(&exe, &["little"], &w.path, limit_kb, Some(&h5));
+        assert_eq!(out.code, 0, "{limit_kb}: {}", out.describe());
+        assert_eq!(out.stdout, native.stdout);
+        assert_no_panic(&out.stderr, "traced run");
+        let lines = tracer_lines(&out.stderr);
+        // (The shell that sets the limit may say it too before its exec.)
+        assert!(
+            !lines.is_empty()
+                && lines.iter().all(|l| *l
+                    == format!(
+                        "wmhcct: not tracing this process: its address space (`ulimit -v` \
+                         {limit_kb} KiB) has less than 64 MiB free for the tracer; it runs \
+                         untraced and no report is written"
+                    )),
+            "{}",
+            out.stderr
+        );
+        assert!(!h5.exists() && !w.join(format!("start{limit_kb}.h5.wmprof")).exists());
+    }
+}
+
 /// The executable defines malloc & co. itself (they win over every shared
 /// library, ours included): the program runs unchanged; nothing goes
 /// through the tracer, which says so in one line at exit (no report).
