@@ -121,12 +121,21 @@ impl ChildIndex {
         item: bool,
         child: u32,
         hash_of: &dyn Fn(u32) -> u64,
-    ) {
+    ) -> bool {
         debug_assert!(child < MAX_CHILD);
-        if (self.len + 1) * 2 > self.slots.len() {
-            self.grow(hash_of);
+        if !self.reserve_one(hash_of) {
+            return false;
         }
         self.place(hash, parent, key, tagged(child, item));
+        true
+    }
+
+    /// Make room for one more entry: grow at a load of 1/2; when the memory
+    /// for that cannot be had, go on up to a load of 7/8. False: no room.
+    pub fn reserve_one(&mut self, hash_of: &dyn Fn(u32) -> u64) -> bool {
+        (self.len + 1) * 2 <= self.slots.len()
+            || self.grow(hash_of)
+            || (self.len + 1) * 8 <= self.slots.len() * 7
     }
 
     fn place(&mut self, hash: u64, parent: u32, key: u64, child: u32) {
@@ -199,13 +208,20 @@ impl ChildIndex {
         Some(removed)
     }
 
-    fn grow(&mut self, hash_of: &dyn Fn(u32) -> u64) {
+    /// Doubles the table; false (unchanged) when the memory cannot be had.
+    fn grow(&mut self, hash_of: &dyn Fn(u32) -> u64) -> bool {
         let cap = (self.slots.len() * 2).max(64);
-        let old = std::mem::replace(&mut self.slots, vec![FREE; cap]);
+        let mut fresh = Vec::new();
+        if fresh.try_reserve_exact(cap).is_err() {
+            return false;
+        }
+        fresh.resize(cap, FREE);
+        let old = std::mem::replace(&mut self.slots, fresh);
         self.len = 0;
         for e in old.into_iter().filter(|e| e.child != EMPTY) {
             self.place(hash_of(e.child & !ITEM), e.parent, e.key, e.child);
         }
+        true
     }
 }
 

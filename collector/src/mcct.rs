@@ -176,11 +176,26 @@ impl Mcct {
             Some(hash)
         );
         self.get(parent)?;
+        // Room first (the arena and the index), so that memory the process
+        // no longer has ends here, with nothing to undo: the event then
+        // counts in the stream only (`Hcct::record`).
+        if self.free.is_empty()
+            && self.nodes.len() == self.nodes.capacity()
+            && self.nodes.try_reserve(1).is_err()
+        {
+            return None;
+        }
+        let nodes = &self.nodes;
+        let hash_of = |c: u32| nodes.get(c as usize).map_or(0, |n| n.hash);
+        if !self.index.reserve_one(&hash_of) {
+            return None;
+        }
         let i = self.alloc(key, hash, item)?;
         self.link_front(parent, i);
         let nodes = &self.nodes;
         let hash_of = |c: u32| nodes.get(c as usize).map_or(0, |n| n.hash);
-        self.index.insert(hash, parent, key, item, i, &hash_of);
+        let placed = self.index.insert(hash, parent, key, item, i, &hash_of);
+        debug_assert!(placed, "room was reserved");
         Some(i)
     }
 
@@ -259,7 +274,10 @@ impl Mcct {
         let n = self.nodes.get_mut(i as usize)?;
         let gen = n.gen.wrapping_add(1);
         *n = Node::vacant(gen);
-        self.free.push(i);
+        // Without memory for the free list the slot is not reused.
+        if self.free.try_reserve(1).is_ok() {
+            self.free.push(i);
+        }
         self.alive -= 1;
         Some(parent)
     }

@@ -72,9 +72,17 @@ impl LazyQueue {
     }
 
     /// Adds an item while the queue is not full; returns its slot, or `None`
-    /// when full. Items enter with whatever counter they hold.
+    /// when full. Items enter with whatever counter they hold. When memory
+    /// for another slot cannot be had (the process exhausted its address
+    /// space) the queue keeps the size it has as its capacity: a coarser
+    /// summary, never an aborted process.
     pub fn push(&mut self, item: u32) -> Option<u32> {
         if self.is_full() {
+            return None;
+        }
+        if self.slots.len() == self.slots.capacity() && self.slots.try_reserve(1).is_err() {
+            self.capacity = self.slots.len();
+            self.min_idx = self.slots.len();
             return None;
         }
         self.slots.push(item);

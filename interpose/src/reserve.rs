@@ -110,9 +110,11 @@ static HANDLER_ON: AtomicBool = AtomicBool::new(false);
 static WARNED: AtomicBool = AtomicBool::new(false);
 
 /// Address space the tracer wants free when it starts: the emergency
-/// reserve and the tables it sets up (the collector, the thread's tracer
-/// stack, the collector thread's ring and stack).
-pub const START_ROOM: usize = 64 << 20;
+/// reserve and 4 MiB for what it sets up inline (the collector, the
+/// thread's tracer stack). An optional collector thread is not counted: it
+/// does without when it cannot start. Kept close to what the tracer maps,
+/// since the probe is the process's peak address space (`VmPeak`) there.
+pub const START_ROOM: usize = EMERGENCY_BYTES + (4 << 20);
 
 /// Whether [`START_ROOM`] bytes of address space are free now (a mapping of
 /// that size, made and removed at once). False under an address-space

@@ -16,7 +16,13 @@
  *          what cannot grow.
  * little:  1000 64-byte blocks, freed (under a limit that leaves the
  *          tracer no room to start).
- * Usage: rel_oom huge|exhaust|small|little
+ * contexts: run under `ulimit -v`: 1 MiB blocks (rel_big) until NULL, 4 of
+ *          them freed again, then 3 rounds over 100 000 distinct calling
+ *          contexts (rel_ctx0..9, 5 levels deep), each a 32-byte
+ *          malloc/free: the tracer's context tree has to grow when the
+ *          address space is all but used up. The number of big blocks goes
+ *          to stderr ("rel_oom: N big blocks").
+ * Usage: rel_oom huge|exhaust|small|little|contexts
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -147,10 +153,67 @@ static int little(void) {
     return 0;
 }
 
+static long ctx_failed;
+NOIPA void rel_ctx_leaf(void) {
+    char *volatile p = malloc(32);
+    if (!p) { ctx_failed++; return; }
+    p[0] = 1;
+    free(p);
+}
+/* rel_ctxK(c, d): one of 10^d contexts, by the decimal digits of c. */
+#define CTX_DECL(K) NOIPA void rel_ctx##K(long c, int d);
+CTX_DECL(0) CTX_DECL(1) CTX_DECL(2) CTX_DECL(3) CTX_DECL(4)
+CTX_DECL(5) CTX_DECL(6) CTX_DECL(7) CTX_DECL(8) CTX_DECL(9)
+static volatile int ctx_sink;
+static void rel_ctx_next(long c, int d) {
+    switch (c % 10) {
+    case 0: rel_ctx0(c / 10, d - 1); break;
+    case 1: rel_ctx1(c / 10, d - 1); break;
+    case 2: rel_ctx2(c / 10, d - 1); break;
+    case 3: rel_ctx3(c / 10, d - 1); break;
+    case 4: rel_ctx4(c / 10, d - 1); break;
+    case 5: rel_ctx5(c / 10, d - 1); break;
+    case 6: rel_ctx6(c / 10, d - 1); break;
+    case 7: rel_ctx7(c / 10, d - 1); break;
+    case 8: rel_ctx8(c / 10, d - 1); break;
+    default: rel_ctx9(c / 10, d - 1); break;
+    }
+}
+#define CTX_DEF(K)                                                     \
+    NOIPA void rel_ctx##K(long c, int d) {                             \
+        ctx_sink += K;                                                 \
+        if (d == 0) rel_ctx_leaf(); else rel_ctx_next(c, d);           \
+        ctx_sink -= K; /* not a tail call: every level keeps a frame */ \
+    }
+CTX_DEF(0) CTX_DEF(1) CTX_DEF(2) CTX_DEF(3) CTX_DEF(4)
+CTX_DEF(5) CTX_DEF(6) CTX_DEF(7) CTX_DEF(8) CTX_DEF(9)
+
+static int contexts(void) {
+    void **big = malloc(100000 * sizeof *big);
+    if (!big) { printf("array: NULL\n"); return 1; }
+    long n = 0;
+    while (n < 100000) {
+        void *p = rel_big();
+        if (!p) break;
+        memset(p, 1, 64);
+        big[n++] = p;
+    }
+    printf("big blocks: ended with %s\n", n < 100000 ? "NULL" : "a full array");
+    fprintf(stderr, "rel_oom: %ld big blocks\n", n);
+    for (int i = 0; i < 4 && n > 0; i++) free(big[--n]);
+    for (int r = 0; r < 3; r++)
+        for (long c = 0; c < 100000; c++) rel_ctx0(c, 5);
+    printf("contexts: %ld small mallocs failed\n", ctx_failed);
+    for (long i = 0; i < n; i++) free(big[i]);
+    free(big);
+    return 0;
+}
+
 int main(int argc, char **argv) {
     setvbuf(stdout, NULL, _IONBF, 0);
     if (argc > 1 && strcmp(argv[1], "exhaust") == 0) return exhaust();
     if (argc > 1 && strcmp(argv[1], "small") == 0) return small_only();
     if (argc > 1 && strcmp(argv[1], "little") == 0) return little();
+    if (argc > 1 && strcmp(argv[1], "contexts") == 0) return contexts();
     return huge();
 }

@@ -1,5 +1,6 @@
 /* Allocates, then prints how many threads the process has ("threads=N")
- * and its peak address space ("vmpeak_kib=N"):
+ * and its address space now ("vmsize_kib=N"; not the peak, which the
+ * tracer's start-up probe for room sets):
  * with WMHCCT_COLLECTOR=auto the tracer's collector thread is there only
  * when the process has a spare CPU (tests/tests/collector_thread.rs). */
 #include <stdio.h>
@@ -17,7 +18,7 @@ int main(void) {
         sum += sink[0];
         free(sink);
     }
-    printf("threads=%ld vmpeak_kib=%ld sum=%ld\n", status_kib("Threads"),
-           status_kib("VmPeak"), sum);
+    printf("threads=%ld vmsize_kib=%ld sum=%ld\n", status_kib("Threads"),
+           status_kib("VmSize"), sum);
     return 0;
 }

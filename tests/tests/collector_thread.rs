@@ -277,7 +277,7 @@ fn a_collector_thread_that_cannot_start_leaves_recording_inline() {
     // but not for the thread's 8 MiB stack: a soft limit, which the
     // converter the tracer starts at exit lifts again for itself (it needs
     // more).
-    let limit = (seen(&inline, "vmpeak_kib") + 6 * 1024) * 1024;
+    let limit = (seen(&inline, "vmsize_kib") + 6 * 1024) * 1024;
     let limit_arg = format!("--as={limit}:unlimited");
     let converter = write_script(
         &w.path,

@@ -53,6 +53,18 @@ pub fn run_limited(
     limit_kb: u64,
     traced: Option<&Path>,
 ) -> Output {
+    run_limited_with(exe, args, dir, limit_kb, traced, &[])
+}
+
+/// [`run_limited`] with more environment variables for a traced run.
+pub fn run_limited_with(
+    exe: &Path,
+    args: &[&str],
+    dir: &Path,
+    limit_kb: u64,
+    traced: Option<&Path>,
+    env: &[(&str, &str)],
+) -> Output {
     let mut script = format!("ulimit -v {limit_kb}; exec '{}'", exe.display());
     for a in args {
         script.push_str(&format!(" '{a}'"));
@@ -60,6 +72,9 @@ pub fn run_limited(
     let mut c = command("/bin/sh", &["-c", &script], dir);
     if let Some(report) = traced {
         c.env("LD_PRELOAD", lib()).env("WMHCCT_OUT", report);
+        for (k, v) in env {
+            c.env(k, v);
+        }
     }
     run_cmd(&mut c, TIMEOUT)
 }
