@@ -40,6 +40,19 @@ fn realloc_inside(kind: AllocKind, old: *mut c_void, size: usize, new: *mut c_vo
     new
 }
 
+/// `_exit`: the report first (exit()'s handlers, where it is written
+/// otherwise, do not run).
+#[cfg_attr(not(test), no_mangle)]
+pub extern "C" fn _exit(status: c_int) -> ! {
+    crate::lifecycle::immediate_exit(status)
+}
+
+/// `_Exit`: as `_exit`.
+#[cfg_attr(not(test), no_mangle)]
+pub extern "C" fn _Exit(status: c_int) -> ! {
+    crate::lifecycle::immediate_exit(status)
+}
+
 #[cfg_attr(not(test), no_mangle)]
 pub extern "C" fn malloc(size: usize) -> *mut c_void {
     let p = next_alloc::malloc(size);

@@ -1,6 +1,7 @@
 //! Process lifecycle: fork handlers and the report at exit.
 
-use std::sync::atomic::Ordering;
+use std::ffi::c_int;
+use std::sync::atomic::{AtomicI32, AtomicUsize, Ordering};
 
 use crate::guard::Guard;
 use crate::tracer;
@@ -31,6 +32,7 @@ extern "C" fn after_fork_parent() {
 }
 
 extern "C" fn after_fork_child() {
+    OWNER.store(raw_pid(), Ordering::Release);
     if let Some(t) = tracer::running() {
         t.core.raw_unlock();
         t.modules.raw_unlock();
@@ -50,8 +52,40 @@ extern "C" fn after_fork_child() {
     }
 }
 
+/// The process the tracer's state belongs to: set at start-up and in a
+/// forked child. A `vfork` child (or a raw `clone`) shares that state
+/// without running the fork handlers: it must leave it alone.
+static OWNER: AtomicI32 = AtomicI32::new(0);
+
+fn raw_pid() -> i32 {
+    // SAFETY: getpid has no preconditions; the raw system call, so that no
+    // cached value can answer for a vfork child.
+    unsafe { libc::syscall(libc::SYS_getpid) as i32 }
+}
+
+/// Whether this process owns the tracer's state (not a vfork child).
+fn is_owner() -> bool {
+    OWNER.load(Ordering::Acquire) == raw_pid()
+}
+
+/// The `_exit` that comes after ours (another preloaded tool's, or
+/// glibc's), looked up at start-up: a vfork child may call it, and must
+/// not run the loader there.
+static NEXT_EXIT: AtomicUsize = AtomicUsize::new(0);
+
+extern "C" {
+    fn at_quick_exit(f: extern "C" fn()) -> c_int;
+}
+
 /// Called once, right after the tracer is initialised.
 pub fn after_init() {
+    OWNER.store(raw_pid(), Ordering::Release);
+    // SAFETY: dlsym with RTLD_NEXT and a NUL-terminated name; the result
+    // is only used as `_exit`'s address, whose signature is fixed by POSIX.
+    let next = unsafe { libc::dlsym(libc::RTLD_NEXT, c"_exit".as_ptr()) };
+    NEXT_EXIT.store(next as usize, Ordering::Release);
+    // SAFETY: registers a plain extern "C" handler, run by quick_exit().
+    unsafe { at_quick_exit(at_exit) };
     crate::biased_lock::register_membarrier();
     // SAFETY: registers plain extern "C" handlers that only touch our locks.
     unsafe {
@@ -149,3 +183,51 @@ extern "C" fn at_exit() {
 #[used]
 #[link_section = ".fini_array"]
 static FINI: extern "C" fn() = at_exit;
+
+/// `_exit`/`_Exit`: the process ends without exit()'s handlers, so the
+/// report is taken here first, then the next `_exit` ends it. As for a
+/// SIGTERM, this may run in a signal handler that interrupted the program
+/// inside glibc's allocator, so the tracer's allocations come from the
+/// handler arena meanwhile; if it interrupted the tracer itself (the guard
+/// is held), in a vfork child or in a forked child, nothing is written. While another thread
+/// writes the report, the process ends only when it is written.
+pub fn immediate_exit(status: c_int) -> ! {
+    if is_owner() {
+        if let Some(g) = Guard::acquire() {
+            if let Some(t) = tracer::running() {
+                if t.descendant.load(Ordering::Acquire) {
+                    // A forked child leaving with `_exit` skips its
+                    // parent's clean-up on purpose, and its report with it
+                    // (its exit() writes one).
+                    drop(g);
+                    exit_now(status);
+                }
+                crate::reserve::handler_arena(true);
+                crate::report::write(&g, t, "_exit");
+                crate::reserve::handler_arena(false);
+            } else {
+                // Another thread may be writing the report (exit(),
+                // MPI_Finalize): ending the process now would cut it short.
+                drop(g);
+                crate::signals::wait_for_writer();
+            }
+        }
+    }
+    exit_now(status)
+}
+
+/// The next `_exit`, or the system call.
+fn exit_now(status: c_int) -> ! {
+    let next = NEXT_EXIT.load(Ordering::Acquire);
+    if next != 0 {
+        // SAFETY: `next` is the address of the next `_exit` (dlsym at
+        // start-up), which takes an int and does not return.
+        let f: extern "C" fn(c_int) -> ! = unsafe { std::mem::transmute(next) };
+        f(status);
+    }
+    loop {
+        // SAFETY: exit_group ends the process, as glibc's _exit does; it
+        // does not return (the loop only satisfies the type).
+        unsafe { libc::syscall(libc::SYS_exit_group, status) };
+    }
+}

@@ -119,7 +119,7 @@ extern "C" fn on_sigterm(_sig: c_int) {
 }
 
 /// Sleep until no other thread is writing the report (bounded).
-fn wait_for_writer() {
+pub fn wait_for_writer() {
     let me = tid();
     for _ in 0..WAIT_FOR_WRITER_MS {
         let w = WRITER.load(Ordering::Acquire);

@@ -224,3 +224,79 @@ fn program_that_takes_over_fd_2() {
         out.stderr
     );
 }
+
+/// A process that ends without exit()'s handlers (`_exit`, `_Exit`,
+/// `quick_exit`, `_exit` from a signal handler while another thread
+/// allocates) still writes its report, with every call it made; its exit
+/// status and output are unchanged. A vfork child's `_exit` (the child
+/// shares the parent's memory) does nothing of the tracer's, and a forked
+/// child's `_exit` writes no report, as before.
+/// (These processes used to end without a report or a word.)
+#[test]
+fn processes_that_end_without_exit_handlers() {
+    let w = WorkDir::new("rel-exit");
+    let exe = compile("rel_exit.c", &w.path, Opt::Release, &["-pthread"]);
+    for (mode, code, stdout) in [
+        ("_exit", 3, "worked\n"),
+        ("_Exit", 4, "worked\n"),
+        ("quick", 5, "worked\n"),
+        ("handler", 6, "worked\n"),
+        ("vfork", 8, "worked\nchild: 9\n"),
+        ("fork", 0, "worked\nchild: 7\n"),
+    ] {
+        let native = run_plain(&exe, &[mode], &w.path);
+        assert_eq!(native.code, code, "{mode}: {}", native.describe());
+        assert_eq!(native.stdout, stdout, "{mode}");
+        let dir = w.join(mode);
+        std::fs::create_dir_all(&dir).unwrap();
+        let h5 = dir.join("r.h5");
+        let out = run_traced(&exe, &[mode], &dir, &h5, &[]);
+        assert_eq!(out.code, code, "{mode}: {}", out.describe());
+        assert_eq!(out.stdout, stdout, "{mode}");
+        let r = report_json(&h5);
+        let reason = match mode {
+            "fork" | "quick" => "exit",
+            _ => "_exit",
+        };
+        assert_eq!(r["reason"], reason, "{mode}");
+        let work = context_with(&r, "malloc", "rel_exit_work");
+        assert_eq!(u64_of(&work["count"]), 100, "{mode}: {work}");
+        let keep = context_with(&r, "malloc", "rel_exit_keep");
+        assert_eq!(u64_of(&keep["count"]), 7, "{mode}: {keep}");
+        assert_eq!(u64_of(&keep["leaked_bytes"]), 7000, "{mode}: {keep}");
+        // Every malloc freed but the 7 kept (and stdout's buffer).
+        let mallocs = total_count(&r, "malloc") + total_count(&r, "calloc");
+        let live = u64_of(&r["heap"]["live_blocks"]);
+        assert_eq!(
+            mallocs - total_count(&r, "free"),
+            live,
+            "{mode}: {}",
+            alloc_totals(&r)
+        );
+        assert_eq!(u64_of(&r["heap"]["unknown_frees"]), 0, "{mode}");
+        if mode == "handler" {
+            let spin = context_with(&r, "malloc", "rel_exit_spin");
+            assert!(u64_of(&spin["count"]) > 0, "{spin}");
+        }
+        let mut reports: Vec<String> = std::fs::read_dir(&dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .filter(|n| n.ends_with(".h5") || n.ends_with(".wmprof"))
+            .collect();
+        reports.sort();
+        // One report: a vfork child's `_exit` does nothing of the tracer's,
+        // and a forked child's leaves without one, as it leaves without
+        // its parent's clean-up (`forkmt`: its exit() writes one).
+        assert_eq!(reports, ["r.h5"], "{mode}: one report");
+        assert!(contexts_with(&r, "malloc", "rel_exit_child").is_empty());
+        let lines = tracer_lines(&out.stderr);
+        assert_eq!(lines.len(), reports.len(), "{mode}: {}", out.stderr);
+        assert!(
+            lines
+                .iter()
+                .all(|l| l.starts_with("wmhcct: report written to ")),
+            "{mode}: {}",
+            out.stderr
+        );
+    }
+}
