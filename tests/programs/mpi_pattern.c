@@ -2,11 +2,13 @@
  * rank r allocates (r+1)*K blocks of 64 bytes in context A (ctx_a) and K
  * blocks of 256 bytes in context B (ctx_b), freeing them all; then a ring
  * MPI_Sendrecv of 1000 doubles, an MPI_Bcast of 100 ints from rank 0, an
- * MPI_Allreduce of 1 double and an MPI_Barrier. Usage: mpi_pattern [K] [abort|noexit] */
+ * MPI_Allreduce of 1 double and an MPI_Barrier. Usage: mpi_pattern [K] [abort|noexit|_exit]
+ * (noexit: return from main without MPI_Finalize; _exit: _exit(0) there). */
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 static volatile int sink;
 
@@ -64,6 +66,11 @@ int main(int argc, char **argv) {
         /* Leave without MPI_Finalize. */
         MPI_Barrier(MPI_COMM_WORLD);
         return 0;
+    }
+    if (argc > 2 && !strcmp(argv[2], "_exit")) {
+        /* Leave without MPI_Finalize or exit()'s handlers. */
+        MPI_Barrier(MPI_COMM_WORLD);
+        _exit(0);
     }
     MPI_Finalize();
     if (rank == 0) printf("mpi_pattern done on %d ranks\n", size);

@@ -102,11 +102,22 @@ fn abort_leaves_mergeable_spill_files() {
 /// Exit without MPI_Finalize: every rank spills; the merge has all four.
 #[test]
 fn exit_without_finalize_leaves_spill_files() {
-    let work = workdir("noexit");
+    without_finalize("noexit");
+}
+
+/// The same with `_exit` (no exit() handlers run): the tracer's `_exit`
+/// spills first.
+#[test]
+fn underscore_exit_without_finalize_leaves_spill_files() {
+    without_finalize("_exit");
+}
+
+fn without_finalize(mode: &str) {
+    let work = workdir(mode);
     let dir = work.path.clone();
     let exe = mpi_compile("mpicc", "mpi_pattern.c", &dir, &[]);
     let h5 = dir.join("job.h5");
-    let _ = traced(&exe, &["100", "noexit"], &dir, &h5, &[]);
+    let _ = traced(&exe, &["100", mode], &dir, &h5, &[]);
     let spill = dir.join("job.h5.spill");
     // Once the first rank is gone mpirun tears the others down; a rank
     // killed before its exit-time spill leaves nothing (and never a partial
@@ -134,7 +145,7 @@ fn exit_without_finalize_leaves_spill_files() {
     );
     if (names.len() as u64) < RANKS {
         eprintln!(
-            "noexit: {} of {RANKS} ranks spilled before mpirun's teardown",
+            "{mode}: {} of {RANKS} ranks spilled before mpirun's teardown",
             names.len()
         );
     }
