@@ -1,4 +1,6 @@
-//! SIGTERM: the profile of a process (or MPI rank) that is terminated.
+//! SIGTERM: the profile of a process (or MPI rank) that is terminated; and
+//! the profile of a process that crashes (SIGSEGV, SIGBUS, SIGFPE, SIGILL,
+//! SIGABRT: see [`install`] and `on_crash` at the end).
 //!
 //! A process killed by a signal never runs `.fini_array`, so without this
 //! the profile of a rank that the job scheduler or `mpirun` terminates with
@@ -57,14 +59,74 @@ fn tid() -> i32 {
     unsafe { libc::gettid() }
 }
 
-/// Install the SIGTERM handler if the program's disposition is the default.
-/// Called once, right after the tracer is initialised.
+/// The signals of a crash: the report is written, then the process dies
+/// of the signal as it would have (core dump included).
+const CRASH_SIGNALS: [c_int; 5] = [
+    libc::SIGSEGV,
+    libc::SIGBUS,
+    libc::SIGFPE,
+    libc::SIGILL,
+    libc::SIGABRT,
+];
+
+/// The tracer has started: its crash handlers belong where the
+/// dispositions are the default.
+static CRASH_WANTED: AtomicBool = AtomicBool::new(false);
+/// Inside `MPI_Init`: see [`mpi_init_begins`].
+static IN_MPI_INIT: AtomicBool = AtomicBool::new(false);
+
+/// Install the SIGTERM and crash handlers, each only where the program's
+/// disposition is still the default (a program or runtime that handles the
+/// signal replaces ours or keeps its own). Called once, right after the
+/// tracer is initialised.
 pub fn install() {
+    set_if_default(libc::SIGTERM, on_sigterm);
+    CRASH_WANTED.store(true, Ordering::Release);
+    if !IN_MPI_INIT.load(Ordering::Acquire) {
+        install_crash();
+    }
+}
+
+fn install_crash() {
+    for sig in CRASH_SIGNALS {
+        set_if_default(sig, on_crash);
+    }
+}
+
+/// Before `PMPI_Init`: MPI libraries install crash handlers of their own
+/// (Open MPI prints a backtrace on SIGSEGV, SIGBUS, SIGFPE and SIGABRT),
+/// but only where the disposition is the default. Ours step aside while
+/// MPI starts, so the job's crash output stays as without the tracer.
+pub fn mpi_init_begins() {
+    IN_MPI_INIT.store(true, Ordering::Release);
+    for sig in CRASH_SIGNALS {
+        // SAFETY: sigaction only reads the disposition into a local.
+        let ours = unsafe {
+            let mut old: libc::sigaction = std::mem::zeroed();
+            libc::sigaction(sig, std::ptr::null(), &mut old) == 0
+                && old.sa_sigaction == on_crash as extern "C" fn(c_int) as usize
+        };
+        if ours {
+            default_action(sig);
+        }
+    }
+}
+
+/// After `PMPI_Init` (successful or not): ours come back where the MPI
+/// library left the default.
+pub fn mpi_init_ends() {
+    IN_MPI_INIT.store(false, Ordering::Release);
+    if CRASH_WANTED.load(Ordering::Acquire) {
+        install_crash();
+    }
+}
+
+fn set_if_default(sig: c_int, handler: extern "C" fn(c_int)) {
     // SAFETY: sigaction with a zeroed, then filled, struct; the handler is
     // an extern "C" fn(c_int) as the plain (non-SA_SIGINFO) form requires.
     unsafe {
         let mut old: libc::sigaction = std::mem::zeroed();
-        if libc::sigaction(libc::SIGTERM, std::ptr::null(), &mut old) != 0 {
+        if libc::sigaction(sig, std::ptr::null(), &mut old) != 0 {
             return;
         }
         if old.sa_sigaction != libc::SIG_DFL {
@@ -72,10 +134,21 @@ pub fn install() {
             return;
         }
         let mut sa: libc::sigaction = std::mem::zeroed();
-        sa.sa_sigaction = on_sigterm as extern "C" fn(c_int) as usize;
+        sa.sa_sigaction = handler as usize;
         sa.sa_flags = libc::SA_RESTART;
         libc::sigemptyset(&mut sa.sa_mask);
-        libc::sigaction(libc::SIGTERM, &sa, std::ptr::null_mut());
+        libc::sigaction(sig, &sa, std::ptr::null_mut());
+    }
+}
+
+/// Restore the default action of `sig`.
+fn default_action(sig: c_int) {
+    // SAFETY: sigaction with a local, initialised struct.
+    unsafe {
+        let mut sa: libc::sigaction = std::mem::zeroed();
+        sa.sa_sigaction = libc::SIG_DFL;
+        libc::sigemptyset(&mut sa.sa_mask);
+        libc::sigaction(sig, &sa, std::ptr::null_mut());
     }
 }
 
@@ -176,12 +249,9 @@ fn write(g: &Guard) {
 /// Restore the default action and re-send SIGTERM to the process, so it
 /// dies with the status the program would have had without the tracer.
 fn terminate() {
+    default_action(libc::SIGTERM);
     // SAFETY: plain signal calls on local, initialised structs.
     unsafe {
-        let mut sa: libc::sigaction = std::mem::zeroed();
-        sa.sa_sigaction = libc::SIG_DFL;
-        libc::sigemptyset(&mut sa.sa_mask);
-        libc::sigaction(libc::SIGTERM, &sa, std::ptr::null_mut());
         libc::kill(libc::getpid(), libc::SIGTERM);
         // Inside the handler SIGTERM is blocked on this thread: unblock it
         // so the default action happens now (another thread may already
@@ -190,5 +260,48 @@ fn terminate() {
         libc::sigemptyset(&mut set);
         libc::sigaddset(&mut set, libc::SIGTERM);
         libc::pthread_sigmask(libc::SIG_UNBLOCK, &set, std::ptr::null_mut());
+    }
+}
+
+/// A crash signal (`CRASH_SIGNALS`) on this thread: a fault (bad address,
+/// division by zero, illegal instruction), `abort()`, or one sent with
+/// `kill`. The default action comes back first, so that a fault in here
+/// ends the process as the signal would have. Then, unless the crash is
+/// the tracer's own (its guard is held on this thread: nothing of its
+/// state can be trusted) or the report is already being written, the
+/// report is written as for SIGTERM (an MPI rank spills its profile), with
+/// the signal's name as the reason. The signal is then raised again: it is
+/// delivered when the handler returns, and the process dies of it (a fault
+/// would also recur on returning).
+extern "C" fn on_crash(sig: c_int) {
+    default_action(sig);
+    if !HANDLING.swap(true, Ordering::AcqRel) {
+        if let Some(g) = Guard::acquire() {
+            match crate::tracer::running() {
+                Some(t) => {
+                    crate::reserve::handler_arena(true);
+                    crate::report::write(&g, t, crash_name(sig));
+                    crate::reserve::handler_arena(false);
+                }
+                None => {
+                    drop(g);
+                    wait_for_writer();
+                }
+            }
+        }
+    } else {
+        wait_for_writer();
+    }
+    // SAFETY: raise has no preconditions; the default action is in place.
+    unsafe { libc::raise(sig) };
+}
+
+fn crash_name(sig: c_int) -> &'static str {
+    match sig {
+        libc::SIGSEGV => "sigsegv",
+        libc::SIGBUS => "sigbus",
+        libc::SIGFPE => "sigfpe",
+        libc::SIGILL => "sigill",
+        _ => "sigabrt",
     }
 }

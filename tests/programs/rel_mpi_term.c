@@ -4,14 +4,19 @@
  * then MPI_Barrier. Rank 1 then raises SIGTERM (it dies); the other ranks
  * wait in a second MPI_Barrier until mpirun terminates them. Rank 0 prints
  * "ranks ready" after the first barrier.
+ * With the argument "segv", rank 1 writes through a null pointer instead
+ * (Open MPI's own crash handler prints a backtrace).
  */
 #include <mpi.h>
 #include <signal.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #define NOIPA __attribute__((noinline, noclone))
 volatile unsigned long sink;
+volatile uintptr_t sink_null;
 
 NOIPA void rel_rank_work(int rank) {
     for (int i = 0; i < (rank + 1) * 100; i++) {
@@ -31,7 +36,12 @@ int main(int argc, char **argv) {
         printf("ranks ready\n");
         fflush(stdout);
     }
-    if (rank == 1) raise(SIGTERM);
+    if (rank == 1) {
+        if (argc > 1 && !strcmp(argv[1], "segv"))
+            *(volatile int *)(uintptr_t)sink_null = 1;
+        else
+            raise(SIGTERM);
+    }
     MPI_Barrier(MPI_COMM_WORLD);
     MPI_Finalize();
     return 0;

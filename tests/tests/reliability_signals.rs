@@ -8,6 +8,10 @@
 //! Recovered: every event up to the signal, with `reason` "sigterm". A
 //! program's own SIGTERM handler (or SIG_IGN) wins and is left alone.
 //!
+//! Crashes (SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT): likewise, where
+//! the disposition is the default, the report is written with the signal's
+//! name as `reason`, and the process dies of the signal as it would have.
+//!
 //! Timer signals: a SIGALRM handler runs every 200 µs while the main loop
 //! allocates. Without allocation in the handler the totals are exact; with
 //! malloc/free in the handler there is no deadlock and the main loop is
@@ -170,13 +174,17 @@ fn mpicc(src: &str, dir: &Path) -> std::path::PathBuf {
 }
 
 fn mpirun(exe: &Path, dir: &Path, env: &[(&str, &str)]) -> Output {
+    mpirun_args(exe, &[], dir, env)
+}
+
+fn mpirun_args(exe: &Path, args: &[&str], dir: &Path, env: &[(&str, &str)]) -> Output {
     let mut c = command("mpirun", &["-np", "4", "--oversubscribe"], dir);
     c.env("OMPI_ALLOW_RUN_AS_ROOT", "1")
         .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1");
     for (k, v) in env {
         c.arg("-x").arg(format!("{k}={v}"));
     }
-    c.arg(exe);
+    c.arg(exe).args(args);
     run_cmd(&mut c, Duration::from_secs(180))
 }
 
@@ -331,4 +339,87 @@ fn timer_signal_handler_without_allocation_totals_exact() {
 #[test]
 fn timer_signal_handler_allocating_no_deadlock() {
     sigalrm("alloc", 1_000_000);
+}
+
+/// A crashing program (a fault, abort(), a crash signal sent with kill, a
+/// fault on one thread while another allocates) dies of the same signal
+/// as without the tracer, after the tracer wrote its report with every
+/// call up to the crash. A program's own SIGSEGV handler wins.
+/// (Such a program used to leave no report.)
+#[test]
+fn crashing_program_writes_the_report_and_dies_of_its_signal() {
+    let w = WorkDir::new("rel-crash");
+    let exe = compile("rel_crash.c", &w.path, Opt::Release, &["-pthread"]);
+    // No core files: `ulimit -c 0`, then the program.
+    let script = format!("ulimit -c 0; exec '{}' \"$1\"", exe.display());
+    for (mode, code, reason) in [
+        ("segv", 128 + 11, "sigsegv"),
+        ("abort", 128 + 6, "sigabrt"),
+        ("fpe", 128 + 8, "sigfpe"),
+        ("kill", 128 + 7, "sigbus"),
+        ("thread", 128 + 11, "sigsegv"),
+        ("own", 0, "exit"),
+    ] {
+        let args = ["-c", script.as_str(), "sh", mode];
+        let native = run_plain("/bin/sh", &args, &w.path);
+        assert_eq!(native.code, code, "{mode}: {}", native.describe());
+        let h5 = w.join(format!("{mode}.h5"));
+        let out = run_traced(Path::new("/bin/sh"), &args, &w.path, &h5, &[]);
+        assert_eq!(out.code, code, "{mode}: {}", out.describe());
+        assert_eq!(out.stdout, native.stdout, "{mode}");
+        assert_eq!(
+            tracer_lines(&out.stderr),
+            [format!("wmhcct: report written to {}", h5.display())],
+            "{mode}: {}",
+            out.stderr
+        );
+        let r = report_json(&h5);
+        assert_eq!(r["reason"], reason, "{mode}");
+        let work = context_with(&r, "malloc", "rel_crash_work");
+        assert_eq!(u64_of(&work["count"]), 100, "{mode}: {work}");
+        let keep = context_with(&r, "malloc", "rel_crash_keep");
+        assert_eq!(u64_of(&keep["leaked_bytes"]), 5000, "{mode}: {keep}");
+        let mallocs = total_count(&r, "malloc") + total_count(&r, "calloc");
+        let live = u64_of(&r["heap"]["live_blocks"]);
+        assert_eq!(
+            mallocs - total_count(&r, "free"),
+            live,
+            "{mode}: {}",
+            alloc_totals(&r)
+        );
+        if mode == "thread" {
+            let spin = context_with(&r, "malloc", "rel_crash_spin");
+            assert!(u64_of(&spin["count"]) > 0, "{spin}");
+        }
+    }
+}
+
+/// A rank that crashes in an Open MPI job: Open MPI's own crash handler
+/// (installed in `MPI_Init` only where the disposition is the default; the
+/// tracer's steps aside meanwhile) still prints its backtrace, and mpirun's
+/// exit code is unchanged.
+#[test]
+fn mpi_rank_crash_keeps_open_mpi_backtrace() {
+    let w = WorkDir::new("rel-mpi-crash");
+    let exe = mpicc("rel_mpi_term.c", &w.path);
+    let native = mpirun_args(&exe, &["segv"], &w.path, &[]);
+    let banner = "*** Process received signal ***";
+    assert!(native.stderr.contains(banner), "{}", native.describe());
+    let report = w.join("job.h5");
+    let lib = lib().to_string_lossy().into_owned();
+    let rep = report.to_string_lossy().into_owned();
+    let out = mpirun_args(
+        &exe,
+        &["segv"],
+        &w.path,
+        &[("LD_PRELOAD", &lib), ("WMHCCT_OUT", &rep)],
+    );
+    assert_eq!(out.code, native.code, "{}", out.describe());
+    assert_eq!(out.stdout, native.stdout);
+    assert!(out.stderr.contains(banner), "{}", out.describe());
+    assert!(
+        out.stderr.contains("Segmentation fault"),
+        "{}",
+        out.describe()
+    );
 }

@@ -1,0 +1,91 @@
+/* A program that crashes (tests/tests/reliability_signals.rs).
+ *
+ * Every mode first makes 100 malloc/free pairs in rel_crash_work and keeps
+ * 5 blocks of 1000 bytes (rel_crash_keep), prints "working" (unbuffered),
+ * then:
+ * segv:   writes through a null pointer (SIGSEGV)
+ * abort:  calls abort() (SIGABRT)
+ * fpe:    divides an integer by zero (SIGFPE)
+ * kill:   sends itself SIGBUS with kill() (asynchronous)
+ * thread: a second thread crashes (SIGSEGV) while the main thread keeps
+ *         allocating in rel_crash_spin
+ * own:    installs its own SIGSEGV handler, which recovers with
+ *         siglongjmp; then the program prints "recovered" and exits 0
+ * Usage: rel_crash MODE
+ */
+#define _GNU_SOURCE
+#include <pthread.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define NOIPA __attribute__((noinline, noclone))
+
+static char *volatile sink;
+static void *volatile kept[5];
+static int *volatile nowhere;
+static volatile int zero;
+
+NOIPA void rel_crash_work(void) {
+    for (int i = 0; i < 100; i++) {
+        sink = malloc(40 + i);
+        sink[0] = 1;
+        free(sink);
+    }
+}
+
+NOIPA void rel_crash_keep(void) {
+    for (int i = 0; i < 5; i++) kept[i] = malloc(1000);
+}
+
+NOIPA void rel_crash_segv(void) { *nowhere = 1; }
+
+static volatile int spinning;
+NOIPA void rel_crash_spin(void) {
+    spinning = 1;
+    for (;;) {
+        char *volatile p = malloc(64);
+        free(p);
+    }
+}
+
+static void *crasher(void *arg) {
+    (void)arg;
+    while (!spinning) usleep(1000);
+    usleep(20000);
+    rel_crash_segv();
+    return NULL;
+}
+
+static sigjmp_buf back;
+static void on_segv(int sig) {
+    (void)sig;
+    siglongjmp(back, 1);
+}
+
+int main(int argc, char **argv) {
+    const char *mode = argc > 1 ? argv[1] : "";
+    setvbuf(stdout, NULL, _IONBF, 0);
+    rel_crash_work();
+    rel_crash_keep();
+    printf("working\n");
+    if (!strcmp(mode, "segv")) rel_crash_segv();
+    if (!strcmp(mode, "abort")) abort();
+    if (!strcmp(mode, "fpe")) printf("%d\n", (argc + 40) / zero);
+    if (!strcmp(mode, "kill")) kill(getpid(), SIGBUS);
+    if (!strcmp(mode, "thread")) {
+        pthread_t t;
+        pthread_create(&t, NULL, crasher, NULL);
+        rel_crash_spin();
+    }
+    if (!strcmp(mode, "own")) {
+        signal(SIGSEGV, on_segv);
+        if (sigsetjmp(back, 1) == 0) rel_crash_segv();
+        printf("recovered\n");
+        return 0;
+    }
+    return 2;
+}
