@@ -270,11 +270,18 @@ fn terminate() {
 /// the tracer's own (its guard is held on this thread: nothing of its
 /// state can be trusted) or the report is already being written, the
 /// report is written as for SIGTERM (an MPI rank spills its profile), with
-/// the signal's name as the reason. The signal is then raised again: it is
-/// delivered when the handler returns, and the process dies of it (a fault
-/// would also recur on returning).
+/// the signal's name as the reason. The signal is then raised again and
+/// the process dies of it at once (its default action is back and it is
+/// unblocked).
 extern "C" fn on_crash(sig: c_int) {
     default_action(sig);
+    // The process's memory may be corrupt (a heap overrun is a common
+    // cause of the crash), and the tracer's tables live in the same heap:
+    // should writing the report hang, the signal comes again after
+    // `CRASH_WATCHDOG_SECS` and, unblocked, ends the process as it would
+    // have ended.
+    unblock(sig);
+    arm_watchdog(sig, CRASH_WATCHDOG_SECS);
     if !HANDLING.swap(true, Ordering::AcqRel) {
         if let Some(g) = Guard::acquire() {
             match crate::tracer::running() {
@@ -294,6 +301,59 @@ extern "C" fn on_crash(sig: c_int) {
     }
     // SAFETY: raise has no preconditions; the default action is in place.
     unsafe { libc::raise(sig) };
+}
+
+/// How long a crash handler may take to write the report.
+const CRASH_WATCHDOG_SECS: i64 = 60;
+
+/// Unblock `sig` on this thread (blocked while its handler runs).
+fn unblock(sig: c_int) {
+    // SAFETY: signal-mask calls on a local, initialised set.
+    unsafe {
+        let mut set: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut set);
+        libc::sigaddset(&mut set, sig);
+        libc::pthread_sigmask(libc::SIG_UNBLOCK, &set, std::ptr::null_mut());
+    }
+}
+
+/// A one-shot POSIX timer that sends `sig` to the process after `secs`
+/// (raw system calls: glibc's timer_create may allocate).
+fn arm_watchdog(sig: c_int, secs: i64) {
+    // SAFETY: timer_create and timer_settime with local, initialised
+    // structs; the kernel's timer id is an int.
+    unsafe {
+        let mut sev: libc::sigevent = std::mem::zeroed();
+        sev.sigev_notify = libc::SIGEV_SIGNAL;
+        sev.sigev_signo = sig;
+        let mut id: c_int = 0;
+        if libc::syscall(
+            libc::SYS_timer_create,
+            libc::CLOCK_MONOTONIC,
+            &mut sev as *mut libc::sigevent,
+            &mut id as *mut c_int,
+        ) != 0
+        {
+            return;
+        }
+        let spec = libc::itimerspec {
+            it_interval: libc::timespec {
+                tv_sec: 0,
+                tv_nsec: 0,
+            },
+            it_value: libc::timespec {
+                tv_sec: secs,
+                tv_nsec: 0,
+            },
+        };
+        libc::syscall(
+            libc::SYS_timer_settime,
+            id as libc::c_long,
+            0,
+            &spec as *const libc::itimerspec,
+            std::ptr::null_mut::<libc::itimerspec>(),
+        );
+    }
 }
 
 fn crash_name(sig: c_int) -> &'static str {

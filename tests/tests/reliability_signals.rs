@@ -423,3 +423,35 @@ fn mpi_rank_crash_keeps_open_mpi_backtrace() {
         out.describe()
     );
 }
+
+/// A crash whose report cannot be finished (here the converter never
+/// returns; in life, a heap so corrupt that the tracer's tables loop): the
+/// process still dies of its signal, 60 s after the crash, with the
+/// profile kept for `wmhcct convert`.
+#[test]
+fn crash_whose_report_hangs_still_dies_of_its_signal() {
+    let w = WorkDir::new("rel-crash-hang");
+    let exe = compile("rel_crash.c", &w.path, Opt::Release, &["-pthread"]);
+    let stuck = write_script(&w.path, "stuck-converter", "sleep 150\n");
+    let script = format!("ulimit -c 0; exec '{}' segv", exe.display());
+    let h5 = w.join("segv.h5");
+    let out = run_traced_timeout(
+        Path::new("/bin/sh"),
+        &["-c", script.as_str()],
+        &w.path,
+        &h5,
+        &[("WMHCCT_BIN", &stuck.to_string_lossy())],
+        Duration::from_secs(150),
+    );
+    assert_eq!(out.code, 128 + 11, "{}", out.describe());
+    assert!(
+        out.elapsed >= Duration::from_secs(55) && out.elapsed < Duration::from_secs(120),
+        "{:?}",
+        out.elapsed
+    );
+    assert!(w.join("segv.h5.wmprof").is_file(), "the profile is kept");
+    figure(
+        "crash_whose_report_hangs",
+        format!("died of SIGSEGV after {:.1} s", out.elapsed.as_secs_f64()),
+    );
+}
