@@ -34,6 +34,7 @@ pub mod output;
 mod packets;
 mod per_thread;
 mod placement;
+mod quiet_child;
 mod real;
 mod report;
 mod reserve;

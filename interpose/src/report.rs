@@ -460,22 +460,22 @@ fn convert(t: &Tracer, bytes: &[u8], report: &Path) {
         ]);
         return;
     };
-    let status = std::process::Command::new(&bin)
-        .arg("convert")
-        .arg(&prof)
-        .arg("-o")
-        .arg(report)
-        .arg("--remove-input")
-        .env_remove("LD_PRELOAD")
-        .stdin(std::process::Stdio::null())
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::piped())
-        .output();
+    let args = [
+        std::ffi::OsStr::new("convert"),
+        prof.as_os_str(),
+        std::ffi::OsStr::new("-o"),
+        report.as_os_str(),
+        std::ffi::OsStr::new("--remove-input"),
+    ];
+    let status = crate::quiet_child::run(&bin, &args, "LD_PRELOAD");
+    let success = |o: &crate::quiet_child::Finished| {
+        libc::WIFEXITED(o.status) && libc::WEXITSTATUS(o.status) == 0
+    };
     match status {
-        Ok(o) if o.status.success() && report.is_file() => {
+        Ok(o) if success(&o) && report.is_file() => {
             crate::diag::message(&["report written to ", &report.to_string_lossy()]);
         }
-        Ok(o) if o.status.success() => crate::diag::message(&[
+        Ok(o) if success(&o) => crate::diag::message(&[
             "could not convert the profile (",
             &bin.to_string_lossy(),
             " succeeded but wrote no report); profile kept, convert it with: ",

@@ -300,3 +300,33 @@ fn processes_that_end_without_exit_handlers() {
         );
     }
 }
+
+/// A program that reaps every child in its SIGCHLD handler (a shell, a
+/// server): the converter the tracer starts at exit is none of its
+/// children, so the handler never sees it, and the tracer gets its status.
+/// (The handler used to reap it: "could not run wmhcct (No child
+/// processes)" for a report that was written, and a child the program
+/// never started.)
+#[test]
+fn sigchld_handler_never_meets_the_converter() {
+    let w = WorkDir::new("rel-sigchld");
+    let exe = compile("rel_sigchld.c", &w.path, Opt::Debug, &[]);
+    let native = run_plain(&exe, &[] as &[&str], &w.path);
+    assert_eq!(native.code, 0, "{}", native.describe());
+    assert_eq!(native.stdout, "own child reaped\n");
+    for i in 0..5 {
+        let h5 = w.join(format!("r{i}.h5"));
+        let out = run_traced(&exe, &[] as &[&str], &w.path, &h5, &[]);
+        assert_eq!(out.code, 0, "{}", out.describe());
+        assert_eq!(out.stdout, native.stdout, "{}", out.describe());
+        assert_eq!(
+            tracer_lines(&out.stderr),
+            [format!("wmhcct: report written to {}", h5.display())],
+            "{}",
+            out.stderr
+        );
+        let r = report_json(&h5);
+        let work = context_with(&r, "malloc", "rel_sigchld_work");
+        assert_eq!(u64_of(&work["count"]), 100, "{work}");
+    }
+}
