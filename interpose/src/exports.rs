@@ -40,6 +40,21 @@ fn realloc_inside(kind: AllocKind, old: *mut c_void, size: usize, new: *mut c_vo
     new
 }
 
+/// `sigaction`: the tracer's own handlers are invisible to the program
+/// (`signals::program_sigaction`).
+///
+/// # Safety
+/// As for C `sigaction`.
+#[cfg_attr(not(test), no_mangle)]
+pub unsafe extern "C" fn sigaction(
+    sig: c_int,
+    act: *const libc::sigaction,
+    old: *mut libc::sigaction,
+) -> c_int {
+    // SAFETY: the caller's contract is sigaction's.
+    unsafe { crate::signals::program_sigaction(sig, act, old) }
+}
+
 /// `_exit`: the report first (exit()'s handlers, where it is written
 /// otherwise, do not run).
 #[cfg_attr(not(test), no_mangle)]

@@ -208,13 +208,13 @@ extern "C" fn intermediate(arg: *mut c_void) -> c_int {
         // (ignored ones stay ignored, as exec would keep them).
         for sig in 1..=libc::SIGRTMAX() {
             let mut old: libc::sigaction = std::mem::zeroed();
-            if libc::sigaction(sig, std::ptr::null(), &mut old) == 0
+            if crate::signals::real_sigaction(sig, std::ptr::null(), &mut old) == 0
                 && old.sa_sigaction != libc::SIG_DFL
                 && old.sa_sigaction != libc::SIG_IGN
             {
                 let mut sa: libc::sigaction = std::mem::zeroed();
                 sa.sa_sigaction = libc::SIG_DFL;
-                libc::sigaction(sig, &sa, std::ptr::null_mut());
+                crate::signals::real_sigaction(sig, &sa, std::ptr::null_mut());
             }
         }
         let pid = libc::clone(

@@ -59,6 +59,55 @@ fn tid() -> i32 {
     unsafe { libc::gettid() }
 }
 
+extern "C" {
+    /// glibc's sigaction under its other public name: the tracer's own
+    /// calls must not go through its exported `sigaction`.
+    fn __sigaction(sig: c_int, act: *const libc::sigaction, old: *mut libc::sigaction) -> c_int;
+}
+
+/// sigaction, past the tracer's export.
+///
+/// # Safety
+/// As for sigaction.
+pub unsafe fn real_sigaction(
+    sig: c_int,
+    act: *const libc::sigaction,
+    old: *mut libc::sigaction,
+) -> c_int {
+    // SAFETY: the caller's pointers, as sigaction requires.
+    unsafe { __sigaction(sig, act, old) }
+}
+
+/// The program's `sigaction`: the tracer's handlers look like the default
+/// disposition they took the place of. Runtimes install their own crash
+/// handler only over a default disposition (Rust's stack-overflow handler,
+/// Open MPI's backtrace): they still do, and replace ours, as without the
+/// tracer.
+///
+/// # Safety
+/// As for sigaction.
+pub unsafe fn program_sigaction(
+    sig: c_int,
+    act: *const libc::sigaction,
+    old: *mut libc::sigaction,
+) -> c_int {
+    // SAFETY: the caller's pointers, as sigaction requires; `old`, when
+    // not null, is the caller's writable struct.
+    unsafe {
+        let rc = real_sigaction(sig, act, old);
+        if rc == 0 && !old.is_null() && is_ours((*old).sa_sigaction) {
+            *old = std::mem::zeroed();
+            (*old).sa_sigaction = libc::SIG_DFL;
+        }
+        rc
+    }
+}
+
+fn is_ours(handler: usize) -> bool {
+    handler == on_crash as extern "C" fn(c_int) as usize
+        || handler == on_sigterm as extern "C" fn(c_int) as usize
+}
+
 /// The signals of a crash: the report is written, then the process dies
 /// of the signal as it would have (core dump included).
 const CRASH_SIGNALS: [c_int; 5] = [
@@ -103,7 +152,7 @@ pub fn mpi_init_begins() {
         // SAFETY: sigaction only reads the disposition into a local.
         let ours = unsafe {
             let mut old: libc::sigaction = std::mem::zeroed();
-            libc::sigaction(sig, std::ptr::null(), &mut old) == 0
+            real_sigaction(sig, std::ptr::null(), &mut old) == 0
                 && old.sa_sigaction == on_crash as extern "C" fn(c_int) as usize
         };
         if ours {
@@ -126,7 +175,7 @@ fn set_if_default(sig: c_int, handler: extern "C" fn(c_int)) {
     // an extern "C" fn(c_int) as the plain (non-SA_SIGINFO) form requires.
     unsafe {
         let mut old: libc::sigaction = std::mem::zeroed();
-        if libc::sigaction(sig, std::ptr::null(), &mut old) != 0 {
+        if real_sigaction(sig, std::ptr::null(), &mut old) != 0 {
             return;
         }
         if old.sa_sigaction != libc::SIG_DFL {
@@ -137,7 +186,7 @@ fn set_if_default(sig: c_int, handler: extern "C" fn(c_int)) {
         sa.sa_sigaction = handler as usize;
         sa.sa_flags = libc::SA_RESTART;
         libc::sigemptyset(&mut sa.sa_mask);
-        libc::sigaction(sig, &sa, std::ptr::null_mut());
+        real_sigaction(sig, &sa, std::ptr::null_mut());
     }
 }
 
@@ -148,7 +197,7 @@ fn default_action(sig: c_int) {
         let mut sa: libc::sigaction = std::mem::zeroed();
         sa.sa_sigaction = libc::SIG_DFL;
         libc::sigemptyset(&mut sa.sa_mask);
-        libc::sigaction(sig, &sa, std::ptr::null_mut());
+        real_sigaction(sig, &sa, std::ptr::null_mut());
     }
 }
 

@@ -11,6 +11,9 @@
  *         allocating in rel_crash_spin
  * own:    installs its own SIGSEGV handler, which recovers with
  *         siglongjmp; then the program prints "recovered" and exits 0
+ * polite: installs its own SIGSEGV handler only if the disposition is the
+ *         default (as Rust's runtime and Open MPI do), which says
+ *         "polite handler" and calls _exit(42); then faults
  * Usage: rel_crash MODE
  */
 #define _GNU_SOURCE
@@ -60,6 +63,12 @@ static void *crasher(void *arg) {
     return NULL;
 }
 
+static void polite(int sig) {
+    (void)sig;
+    write(1, "polite handler\n", 15);
+    _exit(42);
+}
+
 static sigjmp_buf back;
 static void on_segv(int sig) {
     (void)sig;
@@ -80,6 +89,16 @@ int main(int argc, char **argv) {
         pthread_t t;
         pthread_create(&t, NULL, crasher, NULL);
         rel_crash_spin();
+    }
+    if (!strcmp(mode, "polite")) {
+        struct sigaction old, sa;
+        sigaction(SIGSEGV, NULL, &old);
+        if (old.sa_handler == SIG_DFL) {
+            memset(&sa, 0, sizeof sa);
+            sa.sa_handler = polite;
+            sigaction(SIGSEGV, &sa, NULL);
+        }
+        rel_crash_segv();
     }
     if (!strcmp(mode, "own")) {
         signal(SIGSEGV, on_segv);
