@@ -7,8 +7,8 @@
 //! under `time`: "could not run wmhcct (No child processes)" for a report
 //! that was in fact written), and a program would meet a child it never
 //! started. So the converter is the child of an intermediate process, not
-//! of the program: the intermediate is created with
-//! `clone(CLONE_VM | CLONE_VFORK)` and no exit signal (it never calls
+//! of the program: the intermediate is created with `clone(CLONE_VM)` and
+//! no exit signal (it never calls
 //! execve, which would reset that to SIGCHLD), so the kernel tells the
 //! program nothing when it ends and only a wait with `__WCLONE` (the
 //! tracer's) sees it. The intermediate starts the converter the way
@@ -92,7 +92,7 @@ fn run_here(bin: &Path, args: &[&OsStr], drop_var: &str) -> std::io::Result<Fini
     let mut stacks = vec![0u8; 2 * CHILD_STACK];
     let base = stacks.as_mut_ptr() as usize;
     // SAFETY: zeroed sigset_t is a valid value (filled below).
-    let mut plan = Plan {
+    let mut plan = Box::new(Plan {
         path: path.as_ptr(),
         argv: argv.as_ptr(),
         envp: envp.as_ptr(),
@@ -102,13 +102,13 @@ fn run_here(bin: &Path, args: &[&OsStr], drop_var: &str) -> std::io::Result<Fini
         stack_top: (base + 2 * CHILD_STACK) & !15,
         exec_errno: 0,
         status: 0,
-    };
+    });
     // SAFETY: every signal is blocked around the clone (so that no handler
-    // of the program runs in the intermediate or the converter while they
-    // share our memory) and the mask restored after; `plan` and `stacks`
-    // outlive their use (CLONE_VFORK: clone returns once the intermediate
-    // has exited); the stack pointers are 16-byte aligned tops of the two
-    // halves of `stacks`.
+    // of the program runs in the intermediate, which shares our memory;
+    // it keeps them blocked) and the mask restored right after; `plan`
+    // and `stacks` outlive their use (the intermediate is reaped below
+    // before either is dropped); the stack pointers are 16-byte aligned
+    // tops of the two halves of `stacks`.
     let pid = unsafe {
         let mut all: libc::sigset_t = std::mem::zeroed();
         libc::sigfillset(&mut all);
@@ -117,24 +117,41 @@ fn run_here(bin: &Path, args: &[&OsStr], drop_var: &str) -> std::io::Result<Fini
         let pid = libc::clone(
             intermediate,
             top as *mut c_void,
-            libc::CLONE_VM | libc::CLONE_VFORK,
-            &mut plan as *mut Plan as *mut c_void,
+            libc::CLONE_VM,
+            &mut *plan as *mut Plan as *mut c_void,
         );
         let err = std::io::Error::last_os_error();
-        if pid > 0 {
-            let mut st: c_int = 0;
-            // Reap the intermediate (it has ended: CLONE_VFORK).
-            while libc::waitpid(pid, &mut st, libc::__WCLONE) < 0
-                && *libc::__errno_location() == libc::EINTR
-            {}
-        }
         libc::pthread_sigmask(libc::SIG_SETMASK, &plan.mask, std::ptr::null_mut());
         if pid < 0 {
             return Err(err);
         }
         pid
     };
-    let _ = pid;
+    // Wait with the thread's signals as they were: a signal the program
+    // would die of still ends it meanwhile (the crash handler's watchdog).
+    loop {
+        let mut st: c_int = 0;
+        // SAFETY: waits for our own clone child (__WCLONE: it has no exit
+        // signal), writing a local.
+        let r = unsafe { libc::waitpid(pid, &mut st, libc::__WCLONE) };
+        if r == pid {
+            break;
+        }
+        let e = std::io::Error::last_os_error();
+        match e.raw_os_error() {
+            Some(libc::EINTR) => {}
+            // Reaped by another waiter (a `waitpid(-1, __WALL)` of the
+            // program's): it has ended, its work is done.
+            Some(libc::ECHILD) => break,
+            _ => {
+                // Not known to have ended: the intermediate may still use
+                // the plan and the stacks, which are then never freed.
+                std::mem::forget(stacks);
+                Box::leak(plan);
+                return Err(e);
+            }
+        }
+    }
     drop(stacks);
     if plan.exec_errno != 0 {
         return Err(std::io::Error::from_raw_os_error(plan.exec_errno));
@@ -194,13 +211,14 @@ impl Drop for Fds {
     }
 }
 
-/// The intermediate, in the parent's memory: default signal handlers,
+/// The intermediate, in the parent's memory (the parent only waits for it
+/// meanwhile), with every signal blocked: default signal handlers,
 /// start the converter, wait for it, leave its status in the plan. Only
 /// system calls; it ends with the exit system call (never execve, which
 /// would give it an exit signal).
 extern "C" fn intermediate(arg: *mut c_void) -> c_int {
-    // SAFETY: `arg` is the parent's `Plan`, alive while the parent waits
-    // (CLONE_VFORK); only async-signal-safe calls on prepared data.
+    // SAFETY: `arg` is the parent's `Plan`, alive until the parent has
+    // reaped this process; only async-signal-safe calls on prepared data.
     unsafe {
         let plan = &mut *(arg as *mut Plan);
         // The program's handlers must not run in here or in the
@@ -215,6 +233,21 @@ extern "C" fn intermediate(arg: *mut c_void) -> c_int {
                 let mut sa: libc::sigaction = std::mem::zeroed();
                 sa.sa_sigaction = libc::SIG_DFL;
                 crate::signals::real_sigaction(sig, &sa, std::ptr::null_mut());
+            }
+        }
+        // Standard streams for the converter; nothing else of the
+        // program's kept open (a pipe the program's reader waits on must
+        // not stay open for as long as the converter runs).
+        if libc::dup2(plan.devnull, 0) < 0
+            || libc::dup2(plan.devnull, 1) < 0
+            || libc::dup2(plan.err_fd, 2) < 0
+        {
+            plan.exec_errno = *libc::__errno_location();
+            libc::syscall(libc::SYS_exit, 0);
+        }
+        if libc::syscall(libc::SYS_close_range, 3u32, u32::MAX, 0u32) != 0 {
+            for fd in 3..4096 {
+                libc::close(fd);
             }
         }
         let pid = libc::clone(
@@ -235,19 +268,13 @@ extern "C" fn intermediate(arg: *mut c_void) -> c_int {
     0
 }
 
-/// The converter until its execve, in the parent's memory.
+/// The converter until its execve, in the parent's memory (its standard
+/// streams set up by the intermediate).
 extern "C" fn converter(arg: *mut c_void) -> c_int {
     // SAFETY: `arg` is the parent's `Plan` (see `intermediate`); only
     // async-signal-safe calls on prepared data.
     unsafe {
         let plan = &mut *(arg as *mut Plan);
-        if libc::dup2(plan.devnull, 0) < 0
-            || libc::dup2(plan.devnull, 1) < 0
-            || libc::dup2(plan.err_fd, 2) < 0
-        {
-            plan.exec_errno = *libc::__errno_location();
-            libc::syscall(libc::SYS_exit, 127);
-        }
         libc::pthread_sigmask(libc::SIG_SETMASK, &plan.mask, std::ptr::null_mut());
         libc::execve(plan.path, plan.argv, plan.envp);
         plan.exec_errno = *libc::__errno_location();

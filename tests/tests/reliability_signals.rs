@@ -430,7 +430,7 @@ fn mpi_rank_crash_keeps_open_mpi_backtrace() {
 /// A crash whose report cannot be finished (here the converter never
 /// returns; in life, a heap so corrupt that the tracer's tables loop): the
 /// process still dies of its signal, 60 s after the crash, with the
-/// profile kept for `wmhcct convert`.
+/// profile kept for `wmhcct convert`, and its output pipes close then.
 #[test]
 fn crash_whose_report_hangs_still_dies_of_its_signal() {
     let w = WorkDir::new("rel-crash-hang");
@@ -438,6 +438,7 @@ fn crash_whose_report_hangs_still_dies_of_its_signal() {
     let stuck = write_script(&w.path, "stuck-converter", "sleep 150\n");
     let script = format!("ulimit -c 0; exec '{}' segv", exe.display());
     let h5 = w.join("segv.h5");
+    let t0 = Instant::now();
     let out = run_traced_timeout(
         Path::new("/bin/sh"),
         &["-c", script.as_str()],
@@ -451,6 +452,13 @@ fn crash_whose_report_hangs_still_dies_of_its_signal() {
         out.elapsed >= Duration::from_secs(55) && out.elapsed < Duration::from_secs(120),
         "{:?}",
         out.elapsed
+    );
+    // Nothing of the tracer's (the converter, still running) holds the
+    // program's output pipes open after it died.
+    assert!(
+        t0.elapsed() < Duration::from_secs(120),
+        "{:?}",
+        t0.elapsed()
     );
     assert!(w.join("segv.h5.wmprof").is_file(), "the profile is kept");
     figure(
