@@ -265,14 +265,7 @@ fn processes_that_end_without_exit_handlers() {
         assert_eq!(u64_of(&keep["count"]), 7, "{mode}: {keep}");
         assert_eq!(u64_of(&keep["leaked_bytes"]), 7000, "{mode}: {keep}");
         // Every malloc freed but the 7 kept (and stdout's buffer).
-        let mallocs = total_count(&r, "malloc") + total_count(&r, "calloc");
-        let live = u64_of(&r["heap"]["live_blocks"]);
-        assert_eq!(
-            mallocs - total_count(&r, "free"),
-            live,
-            "{mode}: {}",
-            alloc_totals(&r)
-        );
+        assert_live_blocks_balance(&r, mode);
         assert_eq!(u64_of(&r["heap"]["unknown_frees"]), 0, "{mode}");
         if mode == "handler" {
             let spin = context_with(&r, "malloc", "rel_exit_spin");

@@ -382,14 +382,7 @@ fn crashing_program_writes_the_report_and_dies_of_its_signal() {
         assert_eq!(u64_of(&work["count"]), 100, "{mode}: {work}");
         let keep = context_with(&r, "malloc", "rel_crash_keep");
         assert_eq!(u64_of(&keep["leaked_bytes"]), 5000, "{mode}: {keep}");
-        let mallocs = total_count(&r, "malloc") + total_count(&r, "calloc");
-        let live = u64_of(&r["heap"]["live_blocks"]);
-        assert_eq!(
-            mallocs - total_count(&r, "free"),
-            live,
-            "{mode}: {}",
-            alloc_totals(&r)
-        );
+        assert_live_blocks_balance(&r, mode);
         if mode == "thread" {
             let spin = context_with(&r, "malloc", "rel_crash_spin");
             assert!(u64_of(&spin["count"]) > 0, "{spin}");

@@ -169,3 +169,16 @@ pub fn assert_no_panic(s: &str, what: &str) {
         "{what}: panic text:\n{s}"
     );
 }
+
+/// Every allocation of report `r` was freed or is still live: calls to
+/// malloc and calloc minus calls to free equal the live blocks.
+pub fn assert_live_blocks_balance(r: &Value, what: &str) {
+    let mallocs = total_count(r, "malloc") + total_count(r, "calloc");
+    let live = u64_of(&r["heap"]["live_blocks"]);
+    assert_eq!(
+        mallocs - total_count(r, "free"),
+        live,
+        "{what}: {}",
+        alloc_totals(r)
+    );
+}
