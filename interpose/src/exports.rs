@@ -55,6 +55,12 @@ pub unsafe extern "C" fn sigaction(
     unsafe { crate::signals::program_sigaction(sig, act, old) }
 }
 
+/// `signal`: as `sigaction`.
+#[cfg_attr(not(test), no_mangle)]
+pub extern "C" fn signal(sig: c_int, handler: libc::sighandler_t) -> libc::sighandler_t {
+    crate::signals::program_signal(sig, handler)
+}
+
 /// `_exit`: the report first (exit()'s handlers, where it is written
 /// otherwise, do not run).
 #[cfg_attr(not(test), no_mangle)]

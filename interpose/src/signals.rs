@@ -103,6 +103,22 @@ pub unsafe fn program_sigaction(
     }
 }
 
+/// The program's `signal` (glibc's, under its other public name
+/// `bsd_signal`): as [`program_sigaction`], the previous handler is the
+/// default where it was the tracer's.
+pub fn program_signal(sig: c_int, handler: libc::sighandler_t) -> libc::sighandler_t {
+    extern "C" {
+        fn bsd_signal(sig: c_int, handler: libc::sighandler_t) -> libc::sighandler_t;
+    }
+    // SAFETY: signal's contract; the handler value is the caller's.
+    let old = unsafe { bsd_signal(sig, handler) };
+    if is_ours(old) {
+        libc::SIG_DFL
+    } else {
+        old
+    }
+}
+
 fn is_ours(handler: usize) -> bool {
     handler == on_crash as extern "C" fn(c_int) as usize
         || handler == on_sigterm as extern "C" fn(c_int) as usize

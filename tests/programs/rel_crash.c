@@ -14,6 +14,8 @@
  * polite: installs its own SIGSEGV handler only if the disposition is the
  *         default (as Rust's runtime and Open MPI do), which says
  *         "polite handler" and calls _exit(42); then faults
+ * polite_signal: the same with signal(): installs its handler, and puts
+ *         the previous one back unless that was the default
  * Usage: rel_crash MODE
  */
 #define _GNU_SOURCE
@@ -98,6 +100,11 @@ int main(int argc, char **argv) {
             sa.sa_handler = polite;
             sigaction(SIGSEGV, &sa, NULL);
         }
+        rel_crash_segv();
+    }
+    if (!strcmp(mode, "polite_signal")) {
+        void (*old)(int) = signal(SIGSEGV, polite);
+        if (old != SIG_DFL) signal(SIGSEGV, old);
         rel_crash_segv();
     }
     if (!strcmp(mode, "own")) {

@@ -362,6 +362,7 @@ fn crashing_program_writes_the_report_and_dies_of_its_signal() {
         ("thread", 128 + 11, "sigsegv"),
         ("own", 0, "exit"),
         ("polite", 42, "_exit"),
+        ("polite_signal", 42, "_exit"),
     ] {
         let args = ["-c", script.as_str(), "sh", mode];
         let native = run_plain("/bin/sh", &args, &w.path);
