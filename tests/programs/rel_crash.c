@@ -5,6 +5,7 @@
  * then:
  * segv:   writes through a null pointer (SIGSEGV)
  * abort:  calls abort() (SIGABRT)
+ * double_free: frees a block twice; glibc's check aborts (SIGABRT)
  * fpe:    divides an integer by zero (SIGFPE)
  * kill:   sends itself SIGBUS with kill() (asynchronous)
  * thread: a second thread crashes (SIGSEGV) while the main thread keeps
@@ -85,6 +86,11 @@ int main(int argc, char **argv) {
     printf("working\n");
     if (!strcmp(mode, "segv")) rel_crash_segv();
     if (!strcmp(mode, "abort")) abort();
+    if (!strcmp(mode, "double_free")) {
+        sink = malloc(32);
+        free(sink);
+        free(sink);
+    }
     if (!strcmp(mode, "fpe")) printf("%d\n", (argc + 40) / zero);
     if (!strcmp(mode, "kill")) kill(getpid(), SIGBUS);
     if (!strcmp(mode, "thread")) {

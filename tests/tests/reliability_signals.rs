@@ -341,8 +341,9 @@ fn timer_signal_handler_allocating_no_deadlock() {
     sigalrm("alloc", 1_000_000);
 }
 
-/// A crashing program (a fault, abort(), a crash signal sent with kill, a
-/// fault on one thread while another allocates) dies of the same signal
+/// A crashing program (a fault, abort(), glibc's abort on a double free, a
+/// crash signal sent with kill, a fault on one thread while another
+/// allocates) dies of the same signal
 /// as without the tracer, after the tracer wrote its report with every
 /// call up to the crash. A program's own SIGSEGV handler wins, also one
 /// installed only over the default disposition (as Rust's runtime and
@@ -357,6 +358,7 @@ fn crashing_program_writes_the_report_and_dies_of_its_signal() {
     for (mode, code, reason) in [
         ("segv", 128 + 11, "sigsegv"),
         ("abort", 128 + 6, "sigabrt"),
+        ("double_free", 128 + 6, "sigabrt"),
         ("fpe", 128 + 8, "sigfpe"),
         ("kill", 128 + 7, "sigbus"),
         ("thread", 128 + 11, "sigsegv"),
@@ -371,6 +373,14 @@ fn crashing_program_writes_the_report_and_dies_of_its_signal() {
         let out = run_traced(Path::new("/bin/sh"), &args, &w.path, &h5, &[]);
         assert_eq!(out.code, code, "{mode}: {}", out.describe());
         assert_eq!(out.stdout, native.stdout, "{mode}");
+        // What the program (or glibc) says on stderr is still said.
+        for line in native.stderr.lines().filter(|l| !l.contains("core dumped")) {
+            assert!(
+                out.stderr.contains(line),
+                "{mode}: {line:?}\n{}",
+                out.stderr
+            );
+        }
         assert_eq!(
             tracer_lines(&out.stderr),
             [format!("wmhcct: report written to {}", h5.display())],
@@ -384,6 +394,8 @@ fn crashing_program_writes_the_report_and_dies_of_its_signal() {
         let keep = context_with(&r, "malloc", "rel_crash_keep");
         assert_eq!(u64_of(&keep["leaked_bytes"]), 5000, "{mode}: {keep}");
         assert_live_blocks_balance(&r, mode);
+        let unknown = u64_of(&r["heap"]["unknown_frees"]);
+        assert_eq!(unknown, u64::from(mode == "double_free"), "{mode}");
         if mode == "thread" {
             let spin = context_with(&r, "malloc", "rel_crash_spin");
             assert!(u64_of(&spin["count"]) > 0, "{spin}");
