@@ -91,14 +91,15 @@ fn run_here(bin: &Path, args: &[&OsStr], drop_var: &str) -> std::io::Result<Fini
     let fds = Fds::open()?;
     let mut stacks = vec![0u8; 2 * CHILD_STACK];
     let base = stacks.as_mut_ptr() as usize;
-    // SAFETY: zeroed sigset_t is a valid value (filled below).
+    // SAFETY: an all-zero sigset_t is a valid (empty) set; filled below.
+    let mask: libc::sigset_t = unsafe { std::mem::zeroed() };
     let mut plan = Box::new(Plan {
         path: path.as_ptr(),
         argv: argv.as_ptr(),
         envp: envp.as_ptr(),
         devnull: fds.devnull,
         err_fd: fds.err,
-        mask: unsafe { std::mem::zeroed() },
+        mask,
         stack_top: (base + 2 * CHILD_STACK) & !15,
         exec_errno: 0,
         status: 0,
