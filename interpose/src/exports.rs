@@ -354,14 +354,15 @@ fn pmpi(cache: &std::sync::atomic::AtomicUsize, name: &std::ffi::CStr) -> usize 
 #[cfg_attr(not(test), no_mangle)]
 pub unsafe extern "C" fn MPI_Init(argc: *mut c_int, argv: *mut c_void) -> c_int {
     let f = pmpi(&PMPI_INIT, c"PMPI_Init");
-    mpi::before_init();
     // SAFETY: PMPI_Init(int*, char***).
     let rc = unsafe {
         std::mem::transmute::<usize, unsafe extern "C" fn(*mut c_int, *mut c_void) -> c_int>(f)(
             argc, argv,
         )
     };
-    mpi::init_returned(rc == 0);
+    if rc == 0 {
+        mpi::after_init();
+    }
     rc
 }
 
@@ -375,7 +376,6 @@ pub unsafe extern "C" fn MPI_Init_thread(
     provided: *mut c_int,
 ) -> c_int {
     let f = pmpi(&PMPI_INIT_THREAD, c"PMPI_Init_thread");
-    mpi::before_init();
     // SAFETY: PMPI_Init_thread(int*, char***, int, int*).
     let rc = unsafe {
         std::mem::transmute::<
@@ -383,7 +383,9 @@ pub unsafe extern "C" fn MPI_Init_thread(
             unsafe extern "C" fn(*mut c_int, *mut c_void, c_int, *mut c_int) -> c_int,
         >(f)(argc, argv, required, provided)
     };
-    mpi::init_returned(rc == 0);
+    if rc == 0 {
+        mpi::after_init();
+    }
     rc
 }
 
@@ -426,20 +428,20 @@ mod fortran_lifecycle {
     /// As for Fortran `MPI_INIT(IERROR)`; `ierr` may be NULL.
     pub unsafe fn init(ierr: *mut c_int) {
         let f = pmpi(&F_INIT, c"pmpi_init_");
-        mpi::before_init();
         let mut local = 0;
         let e = err_slot(ierr, &mut local);
         // SAFETY: pmpi_init_(INTEGER* ierror).
         unsafe { std::mem::transmute::<usize, unsafe extern "C" fn(*mut c_int)>(f)(e) };
         // SAFETY: `e` points at an INTEGER.
-        mpi::init_returned(unsafe { *e } == 0);
+        if unsafe { *e } == 0 {
+            mpi::after_init();
+        }
     }
 
     /// # Safety
     /// As for Fortran `MPI_INIT_THREAD(REQUIRED, PROVIDED, IERROR)`.
     pub unsafe fn init_thread(required: usize, provided: usize, ierr: *mut c_int) {
         let f = pmpi(&F_INIT_THREAD, c"pmpi_init_thread_");
-        mpi::before_init();
         let mut local = 0;
         let e = err_slot(ierr, &mut local);
         // SAFETY: pmpi_init_thread_(INTEGER*, INTEGER*, INTEGER*).
@@ -449,7 +451,9 @@ mod fortran_lifecycle {
             )
         };
         // SAFETY: `e` points at an INTEGER.
-        mpi::init_returned(unsafe { *e } == 0);
+        if unsafe { *e } == 0 {
+            mpi::after_init();
+        }
     }
 
     /// # Safety

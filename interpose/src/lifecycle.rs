@@ -189,28 +189,22 @@ static FINI: extern "C" fn() = at_exit;
 /// SIGTERM, this may run in a signal handler that interrupted the program
 /// inside glibc's allocator, so the tracer's allocations come from the
 /// handler arena meanwhile; if it interrupted the tracer itself (the guard
-/// is held), in a vfork child or in a forked child, nothing is written. While another thread
-/// writes the report, the process ends only when it is written.
+/// is held), in a vfork child or in a forked child, nothing is written.
+/// While another thread writes the report, the process ends only when it
+/// is written.
 pub fn immediate_exit(status: c_int) -> ! {
     if is_owner() {
         if let Some(g) = Guard::acquire() {
-            if let Some(t) = tracer::running() {
-                if t.descendant.load(Ordering::Acquire) {
-                    // A forked child leaving with `_exit` skips its
-                    // parent's clean-up on purpose, and its report with it
-                    // (its exit() writes one).
-                    drop(g);
-                    exit_now(status);
-                }
-                crate::reserve::handler_arena(true);
-                crate::report::write(&g, t, "_exit");
-                crate::reserve::handler_arena(false);
-            } else {
-                // Another thread may be writing the report (exit(),
-                // MPI_Finalize): ending the process now would cut it short.
+            if tracer::running().is_some_and(|t| t.descendant.load(Ordering::Acquire)) {
+                // A forked child leaving with `_exit` skips its parent's
+                // clean-up on purpose, and its report with it (its exit()
+                // writes one).
                 drop(g);
-                crate::signals::wait_for_writer();
+                exit_now(status);
             }
+            // (If another thread is writing the report, from exit() or
+            // MPI_Finalize, this waits for it rather than cut it short.)
+            crate::signals::report_from_anywhere(g, "_exit");
         }
     }
     exit_now(status)

@@ -281,22 +281,9 @@ fn several_executables() -> bool {
     }
 }
 
-/// Before PMPI_Init(_thread) (`signals::mpi_init_begins`).
-pub fn before_init() {
-    crate::signals::mpi_init_begins();
-}
-
-/// After PMPI_Init(_thread) returned `ok` or not.
-pub fn init_returned(ok: bool) {
-    crate::signals::mpi_init_ends();
-    if ok {
-        after_init();
-    }
-}
-
 /// After a successful PMPI_Init(_thread): learn rank and size, agree on the
 /// report path (rank 0's), and load the MPI side for the reduction.
-fn after_init() {
+pub fn after_init() {
     let Some(g) = Guard::acquire() else { return };
     let Some(t) = crate::tracer::get(&g) else {
         return;

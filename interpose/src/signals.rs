@@ -134,55 +134,16 @@ const CRASH_SIGNALS: [c_int; 5] = [
     libc::SIGABRT,
 ];
 
-/// The tracer has started: its crash handlers belong where the
-/// dispositions are the default.
-static CRASH_WANTED: AtomicBool = AtomicBool::new(false);
-/// Inside `MPI_Init`: see [`mpi_init_begins`].
-static IN_MPI_INIT: AtomicBool = AtomicBool::new(false);
-
 /// Install the SIGTERM and crash handlers, each only where the program's
 /// disposition is still the default (a program or runtime that handles the
-/// signal replaces ours or keeps its own). Called once, right after the
+/// signal replaces ours or keeps its own; to one that installs its handler
+/// only over the default, as Open MPI does in `MPI_Init`, ours look like
+/// the default: [`program_sigaction`]). Called once, right after the
 /// tracer is initialised.
 pub fn install() {
     set_if_default(libc::SIGTERM, on_sigterm);
-    CRASH_WANTED.store(true, Ordering::Release);
-    if !IN_MPI_INIT.load(Ordering::Acquire) {
-        install_crash();
-    }
-}
-
-fn install_crash() {
     for sig in CRASH_SIGNALS {
         set_if_default(sig, on_crash);
-    }
-}
-
-/// Before `PMPI_Init`: MPI libraries install crash handlers of their own
-/// (Open MPI prints a backtrace on SIGSEGV, SIGBUS, SIGFPE and SIGABRT),
-/// but only where the disposition is the default. Ours step aside while
-/// MPI starts, so the job's crash output stays as without the tracer.
-pub fn mpi_init_begins() {
-    IN_MPI_INIT.store(true, Ordering::Release);
-    for sig in CRASH_SIGNALS {
-        // SAFETY: sigaction only reads the disposition into a local.
-        let ours = unsafe {
-            let mut old: libc::sigaction = std::mem::zeroed();
-            real_sigaction(sig, std::ptr::null(), &mut old) == 0
-                && old.sa_sigaction == on_crash as extern "C" fn(c_int) as usize
-        };
-        if ours {
-            default_action(sig);
-        }
-    }
-}
-
-/// After `PMPI_Init` (successful or not): ours come back where the MPI
-/// library left the default.
-pub fn mpi_init_ends() {
-    IN_MPI_INIT.store(false, Ordering::Release);
-    if CRASH_WANTED.load(Ordering::Acquire) {
-        install_crash();
     }
 }
 
@@ -238,22 +199,30 @@ extern "C" fn on_sigterm(_sig: c_int) {
         crate::errno::set(errno);
         return;
     };
-    if crate::tracer::running().is_none() {
-        // The report was taken: wait for its writer (another thread, as
-        // this one is not inside the tracer), then die.
-        drop(g);
-        wait_for_writer();
-        terminate();
-        crate::errno::set(errno);
-        return;
-    }
-    // Without an arena (address space exhausted) glibc is used.
-    crate::reserve::handler_arena(true);
-    write(&g);
-    crate::reserve::handler_arena(false);
-    drop(g);
+    // (If the report was taken, its writer is another thread, as this one
+    // is not inside the tracer.)
+    report_from_anywhere(g, "sigterm");
     terminate();
     crate::errno::set(errno);
+}
+
+/// Take the report from whatever context this thread is in (a signal
+/// handler that may have interrupted glibc's allocator, `_exit`): the
+/// tracer's allocations come from the handler arena meanwhile (glibc's when
+/// the arena cannot be mapped). If the report was already taken, wait for
+/// the thread writing it instead, so the process does not end under it.
+pub fn report_from_anywhere(g: Guard, reason: &str) {
+    match crate::tracer::running() {
+        Some(t) => {
+            crate::reserve::handler_arena(true);
+            crate::report::write(&g, t, reason);
+            crate::reserve::handler_arena(false);
+        }
+        None => {
+            drop(g);
+            wait_for_writer();
+        }
+    }
 }
 
 /// Sleep until no other thread is writing the report (bounded).
@@ -315,17 +284,12 @@ fn write(g: &Guard) {
 /// dies with the status the program would have had without the tracer.
 fn terminate() {
     default_action(libc::SIGTERM);
-    // SAFETY: plain signal calls on local, initialised structs.
-    unsafe {
-        libc::kill(libc::getpid(), libc::SIGTERM);
-        // Inside the handler SIGTERM is blocked on this thread: unblock it
-        // so the default action happens now (another thread may already
-        // have taken it).
-        let mut set: libc::sigset_t = std::mem::zeroed();
-        libc::sigemptyset(&mut set);
-        libc::sigaddset(&mut set, libc::SIGTERM);
-        libc::pthread_sigmask(libc::SIG_UNBLOCK, &set, std::ptr::null_mut());
-    }
+    // SAFETY: kill has no preconditions.
+    unsafe { libc::kill(libc::getpid(), libc::SIGTERM) };
+    // Inside the handler SIGTERM is blocked on this thread: unblock it so
+    // the default action happens now (another thread may already have
+    // taken it).
+    unblock(libc::SIGTERM);
 }
 
 /// A crash signal (`CRASH_SIGNALS`) on this thread: a fault (bad address,
@@ -349,17 +313,7 @@ extern "C" fn on_crash(sig: c_int) {
     arm_watchdog(sig, CRASH_WATCHDOG_SECS);
     if !HANDLING.swap(true, Ordering::AcqRel) {
         if let Some(g) = Guard::acquire() {
-            match crate::tracer::running() {
-                Some(t) => {
-                    crate::reserve::handler_arena(true);
-                    crate::report::write(&g, t, crash_name(sig));
-                    crate::reserve::handler_arena(false);
-                }
-                None => {
-                    drop(g);
-                    wait_for_writer();
-                }
-            }
+            report_from_anywhere(g, crash_name(sig));
         }
     } else {
         wait_for_writer();

@@ -404,8 +404,8 @@ fn crashing_program_writes_the_report_and_dies_of_its_signal() {
 }
 
 /// A rank that crashes in an Open MPI job: Open MPI's own crash handler
-/// (installed in `MPI_Init` only where the disposition is the default; the
-/// tracer's steps aside meanwhile) still prints its backtrace, and mpirun's
+/// (installed in `MPI_Init` only where the disposition is the default, which
+/// the tracer's handler looks like) still prints its backtrace, and mpirun's
 /// exit code is unchanged.
 #[test]
 fn mpi_rank_crash_keeps_open_mpi_backtrace() {
