@@ -50,6 +50,15 @@ fn c_string(s: &OsStr) -> std::io::Result<CString> {
     CString::new(s.as_bytes()).map_err(|_| std::io::Error::from(std::io::ErrorKind::InvalidInput))
 }
 
+/// The pointers of `strings`, then a null pointer (execve's argv, envp).
+fn null_terminated(strings: &[CString]) -> Vec<*const libc::c_char> {
+    strings
+        .iter()
+        .map(|c| c.as_ptr())
+        .chain(std::iter::once(std::ptr::null()))
+        .collect()
+}
+
 /// Run `bin args…` with stdin and stdout on /dev/null, without the
 /// environment variable `drop_var`, and wait for it.
 pub fn run(bin: &Path, args: &[&OsStr], drop_var: &str) -> std::io::Result<Finished> {
@@ -78,16 +87,8 @@ fn run_here(bin: &Path, args: &[&OsStr], drop_var: &str) -> std::io::Result<Fini
             envp_c.push(c);
         }
     }
-    let argv: Vec<*const libc::c_char> = argv_c
-        .iter()
-        .map(|c| c.as_ptr())
-        .chain(std::iter::once(std::ptr::null()))
-        .collect();
-    let envp: Vec<*const libc::c_char> = envp_c
-        .iter()
-        .map(|c| c.as_ptr())
-        .chain(std::iter::once(std::ptr::null()))
-        .collect();
+    let argv = null_terminated(&argv_c);
+    let envp = null_terminated(&envp_c);
     let fds = Fds::open()?;
     let mut stacks = vec![0u8; 2 * CHILD_STACK];
     let base = stacks.as_mut_ptr() as usize;

@@ -217,12 +217,7 @@ fn program_that_takes_over_fd_2() {
     let out = run_traced(&exe, &["keep", &file.to_string_lossy()], &w.path, &h5, &[]);
     assert_eq!(out.code, 0, "{}", out.describe());
     assert_eq!(std::fs::read_to_string(&file).unwrap(), data);
-    assert_eq!(
-        tracer_lines(&out.stderr),
-        [format!("wmhcct: report written to {}", h5.display())],
-        "{}",
-        out.stderr
-    );
+    assert_only_closing_line(&out.stderr, &h5, "keep");
 }
 
 /// A process that ends without exit()'s handlers (`_exit`, `_Exit`,
@@ -312,12 +307,7 @@ fn sigchld_handler_never_meets_the_converter() {
         let out = run_traced(&exe, &[] as &[&str], &w.path, &h5, &[]);
         assert_eq!(out.code, 0, "{}", out.describe());
         assert_eq!(out.stdout, native.stdout, "{}", out.describe());
-        assert_eq!(
-            tracer_lines(&out.stderr),
-            [format!("wmhcct: report written to {}", h5.display())],
-            "{}",
-            out.stderr
-        );
+        assert_only_closing_line(&out.stderr, &h5, "sigchld");
         let r = report_json(&h5);
         let work = context_with(&r, "malloc", "rel_sigchld_work");
         assert_eq!(u64_of(&work["count"]), 100, "{work}");

@@ -104,11 +104,7 @@ fn sigterm_from_outside_while_threads_allocate() {
             Some(15),
             "round {round}: {status:?}\n{err}"
         );
-        assert_eq!(
-            tracer_lines(&err),
-            vec![format!("wmhcct: report written to {}", h5.display())],
-            "{err}"
-        );
+        assert_only_closing_line(&err, &h5, &format!("round {round}"));
         let r = report_json(&h5);
         assert_eq!(r["reason"], "sigterm");
         let m = total_count(&r, "malloc");
@@ -381,12 +377,7 @@ fn crashing_program_writes_the_report_and_dies_of_its_signal() {
                 out.stderr
             );
         }
-        assert_eq!(
-            tracer_lines(&out.stderr),
-            [format!("wmhcct: report written to {}", h5.display())],
-            "{mode}: {}",
-            out.stderr
-        );
+        assert_only_closing_line(&out.stderr, &h5, mode);
         let r = report_json(&h5);
         assert_eq!(r["reason"], reason, "{mode}");
         let work = context_with(&r, "malloc", "rel_crash_work");

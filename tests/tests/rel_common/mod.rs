@@ -179,3 +179,12 @@ pub fn assert_live_blocks_balance(r: &Value, what: &str) {
     let known_frees = total_count(r, "free") - u64_of(&r["heap"]["unknown_frees"]);
     assert_eq!(mallocs - known_frees, live, "{what}: {}", alloc_totals(r));
 }
+
+/// The tracer's only line on `stderr` is the closing one naming `report`.
+pub fn assert_only_closing_line(stderr: &str, report: &Path, what: &str) {
+    assert_eq!(
+        tracer_lines(stderr),
+        [format!("wmhcct: report written to {}", report.display())],
+        "{what}: {stderr}"
+    );
+}
