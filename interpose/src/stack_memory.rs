@@ -16,6 +16,8 @@
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
+use wmhcct_unwinder::{Frame, ReadStack};
+
 /// Pages are probed in units of the smallest x86_64 page.
 const PAGE: u64 = 4096;
 /// At most this many pages per probe (one `process_vm_readv`).
@@ -110,18 +112,63 @@ impl OwnStack {
         self.holds(sp) && sp - self.lo > need
     }
 
-    /// Reads the word at `addr` if it lies in `[sp, hi)`, `sp` being a
-    /// stack pointer this stack holds (the capture point's).
+    /// The reader of the words in `[sp, hi)`, `sp` being a stack pointer
+    /// this stack holds (the capture point's).
     #[inline(always)]
-    pub fn read(&self, sp: u64, addr: u64) -> Result<u64, ()> {
-        if addr >= sp && addr.checked_add(8).is_some_and(|end| end <= self.hi) {
-            // SAFETY: [sp, hi) is the live part of this thread's own stack
-            // (from the capture point, a frame of this thread, up to the
-            // stack's top), mapped and readable.
-            Ok(unsafe { (addr as *const u64).read_unaligned() })
+    pub fn reader(&self, sp: u64) -> OwnStackReader {
+        OwnStackReader {
+            sp,
+            last: self.hi.saturating_sub(8),
+        }
+    }
+}
+
+/// Reads the calling thread's own stack from a capture point up to its top:
+/// the words starting in `[sp, last]`. Its bounds are two values, so the
+/// reused-frame check keeps them in registers ([`ReadStack::holds_frames`]).
+#[derive(Clone, Copy, Debug)]
+pub struct OwnStackReader {
+    sp: u64,
+    /// The highest address a word can start at (`hi - 8`).
+    last: u64,
+}
+
+impl OwnStackReader {
+    /// Whether the word at `addr` may be read: one compare, since
+    /// `addr - sp` wraps for an address below `sp`.
+    #[inline(always)]
+    fn readable(&self, addr: u64) -> bool {
+        self.last >= self.sp && addr.wrapping_sub(self.sp) <= self.last - self.sp
+    }
+
+    #[inline(always)]
+    fn word(addr: u64) -> u64 {
+        // SAFETY: only called for an address `readable` accepted: in
+        // [sp, hi - 8], the live part of this thread's own stack (from the
+        // capture point, a frame of this thread, up to the stack's top),
+        // mapped and readable.
+        unsafe { (addr as *const u64).read_unaligned() }
+    }
+}
+
+impl ReadStack for OwnStackReader {
+    #[inline(always)]
+    fn read_word(&mut self, addr: u64) -> Result<u64, ()> {
+        if self.readable(addr) {
+            Ok(Self::word(addr))
         } else {
             Err(())
         }
+    }
+
+    #[inline]
+    fn holds_frames(&mut self, frames: &[Frame]) -> bool {
+        let this = *self;
+        // A frame's slot is `sp - 8`; a wrapped one fails `readable`.
+        frames.iter().all(|f| {
+            let at = f.sp.wrapping_sub(8);
+            this.readable(at) && Self::word(at) == f.ra
+        })
     }
 }
 
@@ -324,9 +371,32 @@ mod tests {
         let here = &x as *const u64 as u64;
         let s = OwnStack::current();
         assert!(s.holds(here), "{s:x?} {here:#x}");
-        assert_eq!(s.read(here, here), Ok(0));
-        assert_eq!(s.read(here, here - 8), Err(()));
-        assert_eq!(s.read(here, s.hi - 4), Err(()));
+        let mut r = s.reader(here);
+        assert_eq!(r.read_word(here), Ok(0));
+        assert_eq!(r.read_word(here - 8), Err(()));
+        assert_eq!(r.read_word(s.hi - 4), Err(()));
+        assert_eq!(r.read_word(s.hi - 8).map(|_| ()), Ok(()));
+        assert_eq!(r.read_word(u64::MAX - 3), Err(()));
+        // The reused-frame check: each frame's return address just below
+        // its `sp`; a frame whose slot holds another word, lies below the
+        // capture point or wraps fails.
+        let slots = [0x11u64, 0x22, 0x33];
+        let at = |i: usize| &slots[i] as *const u64 as u64 + 8;
+        let frame = |i: usize, ra: u64| Frame { ra, sp: at(i) };
+        let mut r = s.reader(at(0) - 8);
+        assert!(r.holds_frames(&[]));
+        assert!(r.holds_frames(&[frame(0, 0x11), frame(1, 0x22), frame(2, 0x33)]));
+        assert!(!r.holds_frames(&[frame(0, 0x11), frame(1, 0x99), frame(2, 0x33)]));
+        assert!(!r.holds_frames(&[frame(0, 0x11), Frame { ra: 0, sp: 4 }]));
+        let mut above = s.reader(at(1) - 8);
+        assert!(above.holds_frames(&[frame(1, 0x22)]));
+        assert!(
+            !above.holds_frames(&[frame(0, 0x11)]),
+            "below the capture point"
+        );
+        let mut none = OwnStack { lo: 0, hi: 8 }.reader(16);
+        assert_eq!(none.read_word(16), Err(()));
+        assert_eq!(none.read_word(0), Err(()));
         let t = std::thread::spawn(|| {
             let y = 0u64;
             let here = &y as *const u64 as u64;

@@ -10,7 +10,7 @@ use std::sync::Arc;
 
 use wmhcct_collector::{Collector, CollectorConfig, SeriesConfig};
 use wmhcct_format::{AllocKind, ALLOC_KINDS, MPI_KINDS};
-use wmhcct_unwinder::{Capture, ModuleData, Modules, Regs, Stop, UnwindStats};
+use wmhcct_unwinder::{Capture, ModuleData, Modules, ReadStack, Regs, Stop, UnwindStats};
 
 use crate::stack_memory::SwitchedStack;
 
@@ -364,10 +364,8 @@ const ROOM: u64 = 64 << 10;
 fn capture_here(t: &Tracer, ts: &mut ThreadState, now: u64, regs: Regs) -> (usize, u64) {
     let validate = t.config.validate > 0.0 && ts.random() < t.config.validate;
     let cap = if ts.stack.holds(regs.sp) {
-        let stack = ts.stack;
-        capture_with(t, ts, now, regs, validate, false, &mut |a| {
-            stack.read(regs.sp, a)
-        })
+        let mut reader = ts.stack.reader(regs.sp);
+        capture_with(t, ts, now, regs, validate, false, &mut reader)
     } else {
         // A coroutine's, user-level thread's or alternate signal stack.
         let mut stack = SwitchedStack::new(regs.sp);
@@ -391,7 +389,7 @@ fn capture_here(t: &Tracer, ts: &mut ThreadState, now: u64, regs: Regs) -> (usiz
 
 /// `capture` with the stack reads for the stack the thread is on.
 #[inline(always)]
-fn capture_with<R: FnMut(u64) -> Result<u64, ()>>(
+fn capture_with<R: ReadStack>(
     t: &Tracer,
     ts: &mut ThreadState,
     now: u64,

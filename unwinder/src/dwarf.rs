@@ -71,15 +71,12 @@ impl StepUnwinder for DwarfSteps<'_> {
             Exec::Frame(ra) => Ok(Some(ra)),
             Exec::End => Ok(None),
             Exec::Read(a) => Err(framehop::Error::CouldNotReadStack(a)),
-            Exec::Framehop => {
-                let mut read = read;
-                self.unwinder.unwind_frame(
-                    address,
-                    &mut self.regs,
-                    &mut self.cache.framehop,
-                    &mut read,
-                )
-            }
+            Exec::Framehop => self.unwinder.unwind_frame(
+                address,
+                &mut self.regs,
+                &mut self.cache.framehop,
+                &mut |a| read.read_word(a),
+            ),
         };
         match result {
             Ok(Some(ra)) => {

@@ -36,11 +36,11 @@ impl StepUnwinder for FpSteps {
                 })
             }
         };
-        let Ok(caller_bp) = read(bp) else {
+        let Ok(caller_bp) = read.read_word(bp) else {
             return Step::Failed(StepError::Read(bp));
         };
         let ra_at = bp + 8; // cannot overflow: bp + 16 did not
-        let Ok(ra) = read(ra_at) else {
+        let Ok(ra) = read.read_word(ra_at) else {
             return Step::Failed(StepError::Read(ra_at));
         };
         if ra == 0 {

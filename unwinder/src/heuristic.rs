@@ -97,16 +97,14 @@ pub(crate) struct WalkInput<'a> {
     pub(crate) text: (u64, u64),
 }
 
-/// Whether every frame about to be reused is still on the stack: on x86_64
-/// the return address into a frame's function sits just below the frame's
-/// `sp` (the callee's CFA), so `[sp - 8] == ra` holds for each frame of the
-/// current stack. One word read per reused frame (no unwinding) rejects the
-/// paper's false positives (Figures 3 and 4: matching frames above a
-/// different caller at the same height), which the (ra, sp) match alone
-/// cannot see.
+/// Whether every frame about to be reused is still on the stack
+/// ([`ReadStack::holds_frames`]). One word read per reused frame (no
+/// unwinding) rejects the paper's false positives (Figures 3 and 4: matching
+/// frames above a different caller at the same height), which the (ra, sp)
+/// match alone cannot see.
+#[inline(always)]
 pub(crate) fn still_on_stack<R: ReadStack + ?Sized>(rest: &[Frame], read: &mut R) -> bool {
-    rest.iter()
-        .all(|f| f.sp >= 8 && read(f.sp - 8).is_ok_and(|ra| ra == f.ra))
+    read.holds_frames(rest)
 }
 
 /// Walks a stack into `out` (cleared first, never grown past `max_depth`).

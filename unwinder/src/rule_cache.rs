@@ -215,7 +215,7 @@ pub(crate) fn exec<R: ReadStack + ?Sized>(
             if new_sp <= sp {
                 return Exec::Framehop;
             }
-            match read(bp) {
+            match read.read_word(bp) {
                 Ok(v) => (new_sp, v),
                 Err(()) => return Exec::Read(bp),
             }
@@ -230,7 +230,7 @@ pub(crate) fn exec<R: ReadStack + ?Sized>(
                     let Some(at) = sp.checked_add_signed(i64::from(off) * 8) else {
                         return Exec::Framehop;
                     };
-                    match read(at) {
+                    match read.read_word(at) {
                         Ok(v) => v,
                         // framehop: in the first frame, a slot below sp that
                         // cannot be read leaves bp as it is.
@@ -245,7 +245,7 @@ pub(crate) fn exec<R: ReadStack + ?Sized>(
     let Some(ra_at) = new_sp.checked_sub(8) else {
         return Exec::Framehop;
     };
-    let ra = match read(ra_at) {
+    let ra = match read.read_word(ra_at) {
         Ok(v) => v,
         Err(()) => return Exec::Read(ra_at),
     };

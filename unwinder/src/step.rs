@@ -79,8 +79,30 @@ pub(crate) trait StepUnwinder {
     fn step<R: ReadStack + ?Sized>(&mut self, read: &mut R) -> Step;
 }
 
-/// Reads one stack word (bounds-checked by the caller). Generic rather than `dyn` so that
-/// the reads, a few dozen per capture, are inlined.
-pub trait ReadStack: FnMut(u64) -> Result<u64, ()> {}
+/// Reads stack words (bounds-checked by the implementation). Generic rather than `dyn` so
+/// that the reads, a few dozen per capture, are inlined. Any `FnMut(u64) -> Result<u64, ()>`
+/// is one; a reader of its own type can also give a faster [`ReadStack::holds_frames`].
+pub trait ReadStack {
+    /// The word at `addr`, or `Err` if it may not be read (the shape of
+    /// framehop's read callback, which every `FnMut` reader also serves).
+    #[allow(clippy::result_unit_err)]
+    fn read_word(&mut self, addr: u64) -> Result<u64, ()>;
 
-impl<F: FnMut(u64) -> Result<u64, ()> + ?Sized> ReadStack for F {}
+    /// Whether each frame's return address is still in its slot: on x86_64 the return
+    /// address into a frame's function sits just below the frame's `sp` (the callee's
+    /// CFA), so `[sp - 8] == ra` holds for each frame of the current stack. One word read
+    /// per frame, and the whole cost of the heuristic's reused-frame check, which is why a
+    /// reader may do it in one tight loop.
+    fn holds_frames(&mut self, frames: &[Frame]) -> bool {
+        frames
+            .iter()
+            .all(|f| f.sp >= 8 && self.read_word(f.sp - 8).is_ok_and(|ra| ra == f.ra))
+    }
+}
+
+impl<F: FnMut(u64) -> Result<u64, ()> + ?Sized> ReadStack for F {
+    #[inline(always)]
+    fn read_word(&mut self, addr: u64) -> Result<u64, ()> {
+        self(addr)
+    }
+}
