@@ -114,12 +114,14 @@ pub enum PacketError {
     Short { need: usize, have: usize },
 }
 
+#[inline(always)]
 fn header(tag: u64, kind: u16, frames: usize) -> u64 {
     tag | (kind as u64) << 8 | (frames as u64) << 32
 }
 
 impl Event<'_> {
     /// Words the record takes.
+    #[inline(always)]
     pub fn len(&self) -> usize {
         match self {
             Event::Alloc { frames, .. } => ALLOC_WORDS + frames.len(),
@@ -143,6 +145,7 @@ impl Event<'_> {
 
     /// Write the record into `out`, which must be [`Event::len`] words long
     /// (and frames at most [`MAX_FRAMES`]).
+    #[inline(always)]
     pub fn encode(&self, out: &mut [u64]) {
         debug_assert_eq!(out.len(), self.len());
         match *self {
@@ -251,6 +254,7 @@ impl Event<'_> {
 
 /// A record with a stack: header, the words every such record has (cursor,
 /// stamp, unchanged, kept), the event's own words, then the frames.
+#[inline(always)]
 fn put_stack(out: &mut [u64], header: u64, head: [u64; 4], own: &[u64], frames: &[u64]) {
     let (fixed, rest) = out.split_at_mut(1 + head.len() + own.len());
     fixed[0] = header;

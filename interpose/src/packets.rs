@@ -156,6 +156,7 @@ impl Packets {
     /// Hand `ev` to the collector thread. `front` is the front lock's
     /// content (the caller holds it); with the ring full, the pending
     /// records are applied here, under `core`.
+    #[inline(always)]
     pub fn push(&self, front: &mut Front, core: &BiasedMutex<Core>, ev: &Event) {
         let cap = RING_WORDS as u64;
         let len = ev.len() as u64;
