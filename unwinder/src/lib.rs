@@ -1,8 +1,9 @@
 //! Stack capture for wmhcct.
 //!
 //! Everything here is safe Rust and knows nothing about how it is loaded: stack memory is
-//! read through a caller-supplied callback (`FnMut(u64) -> Result<u64, ()>`, which the caller
-//! bounds-checks), and module unwind tables are handed in as owned bytes ([`ModuleData`]).
+//! read through a caller-supplied [`ReadStack`] (any `FnMut(u64) -> Result<u64, ()>` is one;
+//! the caller bounds-checks), and module unwind tables are handed in as owned bytes
+//! ([`ModuleData`]).
 //!
 //! Four ways to get a stack, chosen per thread with [`Mode`]:
 //!
