@@ -5,7 +5,7 @@ use std::ops::Range;
 use crate::dwarf::{DwarfSteps, StepCache};
 use crate::fp::FpSteps;
 use crate::frame::{common_root_len, same_return_addresses, Frame, Regs};
-use crate::heuristic::{still_on_stack, walk, HeuristicConfig, Policy, Walk, WalkInput};
+use crate::heuristic::{walk, HeuristicConfig, Policy, Walk, WalkInput};
 use crate::mode::Mode;
 use crate::modules::Modules;
 use crate::stats::{Capture, UnwindStats};
@@ -257,7 +257,7 @@ impl ThreadUnwinder {
             && prev_complete
             && last_point == point
             && !self.prev.is_empty()
-            && still_on_stack(&self.prev, read)
+            && read.holds_frames(&self.prev)
         {
             std::mem::swap(&mut self.cur, &mut self.prev);
             self.cur_complete = true;

@@ -97,16 +97,6 @@ pub(crate) struct WalkInput<'a> {
     pub(crate) text: (u64, u64),
 }
 
-/// Whether every frame about to be reused is still on the stack
-/// ([`ReadStack::holds_frames`]). One word read per reused frame (no
-/// unwinding) rejects the paper's false positives (Figures 3 and 4: matching
-/// frames above a different caller at the same height), which the (ra, sp)
-/// match alone cannot see.
-#[inline(always)]
-pub(crate) fn still_on_stack<R: ReadStack + ?Sized>(rest: &[Frame], read: &mut R) -> bool {
-    read.holds_frames(rest)
-}
-
 /// Walks a stack into `out` (cleared first, never grown past `max_depth`).
 ///
 /// The capture-point frame comes first and is not checked against the modules; every
@@ -165,7 +155,7 @@ pub(crate) fn walk<S: StepUnwinder, R: ReadStack + ?Sized>(
                     let rest = prev.get(cursor + 1..).unwrap_or(&[]);
                     let room = input.max_depth.saturating_sub(out.len());
                     let take = rest.len().min(room);
-                    if confirmed && (!input.check_reused || still_on_stack(&rest[..take], read)) {
+                    if confirmed && (!input.check_reused || read.holds_frames(&rest[..take])) {
                         out.extend_from_slice(&rest[..take]);
                         let stop = if take < rest.len() {
                             Stop::Depth

@@ -90,9 +90,11 @@ pub trait ReadStack {
 
     /// Whether each frame's return address is still in its slot: on x86_64 the return
     /// address into a frame's function sits just below the frame's `sp` (the callee's
-    /// CFA), so `[sp - 8] == ra` holds for each frame of the current stack. One word read
-    /// per frame, and the whole cost of the heuristic's reused-frame check, which is why a
-    /// reader may do it in one tight loop.
+    /// CFA), so `[sp - 8] == ra` holds for each frame of the current stack. This is the
+    /// heuristic's reused-frame check: one word read per reused frame (no unwinding)
+    /// rejects the paper's false positives (Figures 3 and 4: matching frames above a
+    /// different caller at the same height), which the (ra, sp) match alone cannot see. It
+    /// is the whole cost of the check, which is why a reader may do it in one tight loop.
     fn holds_frames(&mut self, frames: &[Frame]) -> bool {
         frames
             .iter()
