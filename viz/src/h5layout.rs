@@ -218,23 +218,32 @@ pub fn rank_count(p: &Profile) -> u32 {
 }
 
 /// We only read finished reports and write fresh files: HDF5's file locks
-/// add nothing, fail on some parallel file systems (Lustre, NFS), and make
-/// a file written and re-read in one process fail to open. Set before the
-/// first HDF5 call (HDF5 reads the variable when it opens a file) unless
-/// the user chose otherwise.
-pub fn no_file_locking() {
-    static ONCE: std::sync::Once = std::sync::Once::new();
-    ONCE.call_once(|| {
-        if std::env::var_os("HDF5_USE_FILE_LOCKING").is_none() {
-            std::env::set_var("HDF5_USE_FILE_LOCKING", "FALSE");
-        }
-    });
+/// add nothing, fail on some parallel file systems (Lustre, NFS), and, as
+/// HDF5 opens files without `O_CLOEXEC`, a child process started while a
+/// file is open keeps its lock and makes the next open of that file fail.
+/// So every file is opened with locking off in its access property list.
+/// HDF5 still lets `HDF5_USE_FILE_LOCKING` override that, so a user who
+/// wants locks gets them. (Setting that variable ourselves does not work:
+/// HDF5 reads it once, when its file package starts, which may be before.)
+fn builder() -> hdf5::FileBuilder {
+    let mut b = File::with_options();
+    b.with_fapl(|p| p.file_locking(false));
+    b
+}
+
+/// Create (truncating) an HDF5 file at `path`, without file locks.
+pub(crate) fn create_file(path: &Path) -> hdf5::Result<File> {
+    builder().create(path)
+}
+
+/// Open an HDF5 file at `path` read-only, without file locks.
+pub(crate) fn open_file(path: &Path) -> hdf5::Result<File> {
+    builder().open(path)
 }
 
 /// Write `profile` with its symbols as an HDF5 report at `path` (truncating).
 pub fn write(path: &Path, p: &Profile, syms: &Symbols) -> Result<()> {
-    no_file_locking();
-    let f = File::create(path).map_err(h5("creating file"))?;
+    let f = create_file(path).map_err(h5("creating file"))?;
     put(&f, "format_version", &REPORT_VERSION)?;
     write_meta(&f, &p.meta)?;
     put(&f, "ranks", &rank_count(p))?;
@@ -533,9 +542,8 @@ pub fn read(path: &Path) -> Result<(Profile, Symbols)> {
 /// Read a report with libhdf5 in this process. Only for a sealed file whose
 /// seal was checked, or inside the child process of `h5child`.
 pub(crate) fn read_here(path: &Path) -> Result<(Profile, Symbols)> {
-    no_file_locking();
     let f =
-        File::open(path).map_err(|e| ReportError::Corrupt(format!("cannot open as HDF5: {e}")))?;
+        open_file(path).map_err(|e| ReportError::Corrupt(format!("cannot open as HDF5: {e}")))?;
     if !f
         .attr_names()
         .unwrap_or_default()
@@ -972,10 +980,40 @@ mod tests {
     }
 
     #[test]
+    fn a_lock_held_elsewhere_does_not_stop_reading_or_writing() {
+        use std::io::BufRead;
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("l.h5");
+        let p = Profile::default();
+        write(&path, &p, &Symbols::default()).unwrap();
+        // Another process holds an exclusive flock on the file, as a child
+        // that inherited HDF5's descriptor would.
+        let mut holder = std::process::Command::new("flock")
+            .args(["--exclusive", "--nonblock"])
+            .arg(&path)
+            .args(["-c", "echo locked; exec sleep 60"])
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .expect("flock(1) from util-linux");
+        let mut line = String::new();
+        std::io::BufReader::new(holder.stdout.take().unwrap())
+            .read_line(&mut line)
+            .unwrap();
+        assert_eq!(line, "locked\n");
+        let read = read_here(&path).map(|r| r.0);
+        let rewrite = write(&path, &p, &Symbols::default());
+        holder.kill().unwrap();
+        holder.wait().unwrap();
+        assert_eq!(read.unwrap(), p);
+        rewrite.unwrap();
+        assert_eq!(read_here(&path).unwrap().0, p);
+    }
+
+    #[test]
     fn foreign_file_is_not_ours() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("f.h5");
-        let f = File::create(&path).unwrap();
+        let f = create_file(&path).unwrap();
         put(&f, "something", &1u8).unwrap();
         drop(f);
         assert!(matches!(read_here(&path), Err(ReportError::NotOurs)));
@@ -985,7 +1023,7 @@ mod tests {
     fn other_version_is_refused() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("v.h5");
-        let f = File::create(&path).unwrap();
+        let f = create_file(&path).unwrap();
         put(&f, "format_version", &99u32).unwrap();
         drop(f);
         let e = read_here(&path).unwrap_err();

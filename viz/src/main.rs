@@ -37,8 +37,6 @@ use clap::Parser;
 
 fn main() -> ExitCode {
     let cli = cli::Cli::parse();
-    // Before any thread exists (see h5layout::no_file_locking).
-    h5layout::no_file_locking();
     let result = match &cli.command {
         cli::Command::Run(a) => run::run(a).map(|code| code.clamp(0, 255) as u8),
         cli::Command::Convert(a) => convert::run(a).map(|()| 0),
