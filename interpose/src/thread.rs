@@ -6,7 +6,7 @@ use std::cell::Cell;
 
 use wmhcct_collector::packet::Replay;
 use wmhcct_collector::Cursor;
-use wmhcct_unwinder::{HeuristicConfig, Mode, ThreadUnwinder, UnwindStats};
+use wmhcct_unwinder::{HeuristicConfig, Mode, RootAnchored, ThreadUnwinder, UnwindStats};
 
 use crate::config::{Config, UnwindMode};
 use crate::stack_memory::OwnStack;
@@ -77,8 +77,9 @@ pub struct ThreadState {
     pub replayed: u64,
     /// Cursor into the MPI tree.
     pub mpi_cursor: Cursor,
-    /// Return addresses of the current stack, leaf first.
-    pub frames: Vec<u64>,
+    /// Return addresses of the current stack, leaf first, root-anchored
+    /// like the unwinder's frames.
+    pub frames: RootAnchored<u64>,
     /// Captures made by `unwinder` (numbers the cursors' frames, see
     /// `Cursor::stamp_next`).
     pub captures: u64,
@@ -122,7 +123,7 @@ impl ThreadState {
             cursor: CursorCell::new(cfg.max_depth),
             replayed: 0,
             mpi_cursor: Cursor::default(),
-            frames: Vec::with_capacity(cfg.max_depth + 1),
+            frames: RootAnchored::with_capacity(cfg.max_depth + 1),
             captures: 0,
             frames_of: 0,
             stack: OwnStack::current(),

@@ -371,15 +371,22 @@ fn capture_here(t: &Tracer, ts: &mut ThreadState, now: u64, regs: Regs) -> (usiz
         let mut stack = SwitchedStack::new(regs.sp);
         capture_with(t, ts, now, regs, validate, true, &mut |a| stack.read(a))
     };
-    // `ts.frames` holds the previous capture's return addresses: kept when
-    // this capture is that stack unchanged.
-    let same = ts.frames_of + 1 == ts.captures
-        && cap.unwound == 0
-        && cap.unchanged_root == cap.depth
-        && ts.frames.len() == cap.depth;
-    if !same {
-        ts.frames.clear();
-        ts.frames.extend(ts.unwinder.frames().iter().map(|f| f.ra));
+    // `ts.frames` holds the previous capture's return addresses: its root
+    // side, unchanged in this capture, stays in place; the rest is written.
+    let frames = ts.unwinder.frames();
+    let keep = if ts.frames_of + 1 == ts.captures {
+        cap.unchanged_root.min(ts.frames.len()).min(frames.len())
+    } else {
+        0
+    };
+    let leaf = &frames[..frames.len() - keep];
+    for (ra, f) in ts
+        .frames
+        .leaf_side_mut(leaf.len(), keep)
+        .iter_mut()
+        .zip(leaf)
+    {
+        *ra = f.ra;
     }
     ts.frames_of = ts.captures;
     // The hint is relative to the unwinder's previous capture: exact for a
@@ -576,7 +583,7 @@ pub fn on_alloc(g: &Guard, at: Regs, kind: AllocKind, ptr: *mut c_void, size: us
     collector.on_alloc(
         cursor,
         kind as u16,
-        &ts.frames,
+        ts.frames.as_slice(),
         unchanged,
         ptr as u64,
         size as u64,
@@ -596,7 +603,7 @@ fn leaf_side(ts: &mut ThreadState, stamp: u64, unchanged: usize) -> (usize, &[u6
         0
     };
     ts.replayed = stamp;
-    (kept, &ts.frames[..ts.frames.len() - kept])
+    (kept, &ts.frames.as_slice()[..ts.frames.len() - kept])
 }
 
 /// [`account_thread`] into the collector thread's front.
@@ -653,7 +660,7 @@ pub fn on_mpi(g: &Guard, kind: usize, bytes: u64) {
         core.mpi.on_event(
             &mut ts.mpi_cursor,
             kind as u16,
-            &ts.frames,
+            ts.frames.as_slice(),
             unchanged,
             bytes,
             now,
@@ -715,7 +722,7 @@ pub fn on_realloc(
             old as u64,
             size as u64,
             result as u64,
-            Some((cursor, &ts.frames, unchanged)),
+            Some((cursor, ts.frames.as_slice(), unchanged)),
             now,
         );
         crate::errno::set(errno);

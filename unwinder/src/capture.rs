@@ -8,6 +8,7 @@ use crate::frame::{common_root_len, same_return_addresses, Frame, Regs};
 use crate::heuristic::{walk, HeuristicConfig, Policy, Walk, WalkInput};
 use crate::mode::Mode;
 use crate::modules::Modules;
+use crate::root_anchored::RootAnchored;
 use crate::stats::{Capture, UnwindStats};
 use crate::step::{ReadStack, Stop};
 
@@ -28,14 +29,16 @@ pub struct ThreadUnwinder {
     steps: StepKind,
     cfg: HeuristicConfig,
     cache: StepCache,
-    /// The result of the latest capture.
-    cur: Vec<Frame>,
-    /// The capture before it (the heuristic's reference).
-    prev: Vec<Frame>,
+    /// The latest capture: the result, and the next capture's reference.
+    /// Root-anchored, so a walk that reuses its root side writes only the
+    /// frames it unwound.
+    stack: RootAnchored<Frame>,
+    /// The frames a walk unwinds.
+    walked: Vec<Frame>,
     /// Scratch for validation.
     check: Vec<Frame>,
-    /// `cur` is complete (not truncated, no error).
-    cur_complete: bool,
+    /// `stack` is complete (not truncated, no error).
+    complete: bool,
     /// Heuristic captures since the last full unwind.
     since_reseed: u64,
     last_ns: Option<u64>,
@@ -70,10 +73,10 @@ impl ThreadUnwinder {
             steps,
             cfg,
             cache: StepCache::new(),
-            cur: buf(),
-            prev: buf(),
+            stack: RootAnchored::with_capacity(cfg.max_depth),
+            walked: buf(),
             check: buf(),
-            cur_complete: false,
+            complete: false,
             since_reseed: 0,
             last_ns: None,
             last_stop: Stop::NotCaptured,
@@ -109,7 +112,7 @@ impl ThreadUnwinder {
     /// Result of the latest capture, leaf first; empty before the first capture and in
     /// [`Mode::None`].
     pub fn frames(&self) -> &[Frame] {
-        &self.cur
+        self.stack.as_slice()
     }
 
     pub fn stats(&self) -> &UnwindStats {
@@ -134,9 +137,8 @@ impl ThreadUnwinder {
     /// Forgets the previous stack, so the next heuristic capture is a full unwind (e.g.
     /// after modules changed or in a forked child).
     pub fn forget(&mut self) {
-        self.cur.clear();
-        self.prev.clear();
-        self.cur_complete = false;
+        self.stack.clear();
+        self.complete = false;
         self.last_ns = None;
     }
 
@@ -159,7 +161,7 @@ impl ThreadUnwinder {
             max_depth: self.cfg.max_depth,
             policy,
             check_reused: self.cfg.check_reused,
-            prev: &self.prev,
+            prev: self.stack.as_slice(),
             text: if self.text.0 == modules.id() {
                 self.text.1
             } else {
@@ -169,7 +171,7 @@ impl ThreadUnwinder {
         let out = if into_check {
             &mut self.check
         } else {
-            &mut self.cur
+            &mut self.walked
         };
         let w = match self.steps {
             StepKind::Dwarf => {
@@ -191,7 +193,7 @@ impl ThreadUnwinder {
         read: &mut R,
     ) -> bool {
         self.run(modules, regs, skip, read, Policy::Never, true);
-        let ok = same_return_addresses(&self.cur, &self.check);
+        let ok = same_return_addresses(self.stack.as_slice(), &self.check);
         self.stats.validated += 1;
         self.stats.correct += u64::from(ok);
         ok
@@ -218,20 +220,19 @@ impl ThreadUnwinder {
         let gap = self.last_ns.map(|t| now_ns.saturating_sub(t));
         self.last_ns = Some(now_ns);
         if self.mode == Mode::None {
-            self.cur.clear();
-            self.cur_complete = false;
+            self.stack.clear();
+            self.complete = false;
             self.last_stop = Stop::NotCaptured;
             return Capture::default();
         }
 
-        std::mem::swap(&mut self.cur, &mut self.prev);
-        let prev_complete = self.cur_complete;
+        let prev_complete = self.complete;
 
         let mut policy = self.policy;
         if policy != Policy::Never {
             let cfg = &self.cfg;
             let reseed = !prev_complete
-                || self.prev.is_empty()
+                || self.stack.is_empty()
                 || (cfg.reseed_every > 0 && self.since_reseed + 1 >= cfg.reseed_every)
                 || (cfg.reseed_gap_ns > 0 && gap.is_none_or(|g| g > cfg.reseed_gap_ns));
             if reseed {
@@ -256,13 +257,11 @@ impl ThreadUnwinder {
             && self.cfg.check_reused
             && prev_complete
             && last_point == point
-            && !self.prev.is_empty()
-            && read.holds_frames(&self.prev)
+            && !self.stack.is_empty()
+            && read.holds_frames(self.stack.as_slice())
         {
-            std::mem::swap(&mut self.cur, &mut self.prev);
-            self.cur_complete = true;
             self.last_stop = Stop::Reused;
-            let depth = self.cur.len();
+            let depth = self.stack.len();
             let validated = validate.then(|| self.validate(modules, regs, skip, read));
             self.stats.frames_reused += depth as u64;
             return Capture {
@@ -277,12 +276,12 @@ impl ThreadUnwinder {
         }
 
         let mut w = self.run(modules, regs, skip.clone(), read, policy, false);
-        if self.mode == Mode::Fp && !self.cur.is_empty() {
+        if self.mode == Mode::Fp && !self.walked.is_empty() {
             if let Stop::Failed(e) = w.stop {
                 w.stop = Stop::ChainEnd(e);
             }
         }
-        if self.foreign && !self.cur.is_empty() {
+        if self.foreign && !self.walked.is_empty() {
             match w.stop {
                 Stop::Failed(_) | Stop::ChainEnd(_) => w.stop = Stop::ForeignEnd(None),
                 Stop::OutsideModules(ra) => w.stop = Stop::ForeignEnd(Some(ra)),
@@ -295,16 +294,19 @@ impl ThreadUnwinder {
         // heuristic: once the caller learns of the module (code loaded late, MPI's plugins),
         // reusing it would cut every later stack short there.
         let outside = matches!(w.stop, Stop::OutsideModules(_));
-        self.cur_complete = !truncated && !error && !outside;
+        let complete = !truncated && !error && !outside;
+        self.complete = complete;
         self.last_stop = w.stop;
 
-        let unchanged_root = if self.cur_complete && prev_complete {
-            // Reused frames are the previous capture's root-side frames, copied.
-            let known = if w.stop == Stop::Reused { w.reused } else { 0 };
-            common_root_len(&self.cur, &self.prev, known)
+        // The new stack is `walked` then the previous one's last `w.tail`
+        // frames, which stay where they are.
+        let prev = self.stack.as_slice();
+        let unchanged_root = if complete && prev_complete {
+            w.tail + common_root_len(&self.walked, &prev[..prev.len() - w.tail], 0)
         } else {
             0
         };
+        self.stack.replace_leaf_side(&self.walked, w.tail);
 
         let validated = validate.then(|| self.validate(modules, regs, skip, read));
 
@@ -313,7 +315,7 @@ impl ThreadUnwinder {
         self.stats.truncated += u64::from(truncated);
         self.stats.errors += u64::from(error);
         Capture {
-            depth: self.cur.len(),
+            depth: self.stack.len(),
             unchanged_root,
             unwound: w.unwound,
             reused: w.reused,
@@ -355,7 +357,7 @@ mod tests {
     }
 
     fn cap(t: &mut ThreadUnwinder, st: &FpStack, now: u64, validate: bool) -> Capture {
-        let cap_before = (t.cur.capacity(), t.prev.capacity(), t.check.capacity());
+        let cap_before = (t.stack.capacity(), t.walked.capacity(), t.check.capacity());
         let c = t.capture(
             &fp_modules(),
             st.regs,
@@ -364,7 +366,7 @@ mod tests {
             now,
             validate,
         );
-        let cap_after = (t.cur.capacity(), t.prev.capacity(), t.check.capacity());
+        let cap_after = (t.stack.capacity(), t.walked.capacity(), t.check.capacity());
         assert_eq!(cap_before, cap_after, "a frame buffer grew");
         assert_eq!(c.depth, t.frames().len());
         assert_eq!(c.depth, c.unwound + c.reused);
@@ -1041,7 +1043,7 @@ mod tests {
                 let m = modules(garbage, hdr);
                 let steps = if fp { StepKind::Fp } else { StepKind::Dwarf };
                 let mut t = ThreadUnwinder::with_steps(MODES[mode], cfg(max_depth), steps);
-                let caps = (t.cur.capacity(), t.prev.capacity(), t.check.capacity());
+                let caps = (t.stack.capacity(), t.walked.capacity(), t.check.capacity());
                 let mut read = |a: u64| {
                     if a < LOW || a & 7 != 0 {
                         return Err(());
@@ -1057,7 +1059,7 @@ mod tests {
                     prop_assert!(t.frames().windows(2).all(|w| w[0].sp < w[1].sp));
                     prop_assert!(c.unchanged_root <= c.depth);
                 }
-                prop_assert_eq!(caps, (t.cur.capacity(), t.prev.capacity(), t.check.capacity()));
+                prop_assert_eq!(caps, (t.stack.capacity(), t.walked.capacity(), t.check.capacity()));
                 let s = t.stats();
                 prop_assert!(s.correct <= s.validated);
             }

@@ -66,7 +66,12 @@ pub(crate) const MAX_SKIPPED: usize = 256;
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct Walk {
     pub(crate) unwound: usize,
+    /// Frames taken from the previous capture.
     pub(crate) reused: usize,
+    /// The stack goes on with the last `tail` frames of the previous
+    /// capture, which are not in the output (all of the `reused` ones when
+    /// the walk ends `Reused`, else none).
+    pub(crate) tail: usize,
     pub(crate) stop: Stop,
     /// Text range `[start, end)` of the module the last frame checked was
     /// in (a hint for the next walk over the same module table).
@@ -97,7 +102,9 @@ pub(crate) struct WalkInput<'a> {
     pub(crate) text: (u64, u64),
 }
 
-/// Walks a stack into `out` (cleared first, never grown past `max_depth`).
+/// Walks a stack into `out` (cleared first, never grown past `max_depth`):
+/// the whole stack, or with the heuristic its leaf side, the rest being the
+/// previous capture's last [`Walk::tail`] frames.
 ///
 /// The capture-point frame comes first and is not checked against the modules; every
 /// further frame must have its return address inside a module. Leading frames whose address
@@ -156,15 +163,18 @@ pub(crate) fn walk<S: StepUnwinder, R: ReadStack + ?Sized>(
                     let room = input.max_depth.saturating_sub(out.len());
                     let take = rest.len().min(room);
                     if confirmed && (!input.check_reused || read.holds_frames(&rest[..take])) {
-                        out.extend_from_slice(&rest[..take]);
-                        let stop = if take < rest.len() {
-                            Stop::Depth
+                        // The whole root side: left where it is in `prev`.
+                        // Cut by the depth limit: copied.
+                        let (tail, stop) = if take < rest.len() {
+                            out.extend_from_slice(&rest[..take]);
+                            (0, Stop::Depth)
                         } else {
-                            Stop::Reused
+                            (take, Stop::Reused)
                         };
                         return Walk {
                             unwound,
                             reused: take,
+                            tail,
                             stop,
                             text: (known.start, known.end),
                         };
@@ -185,6 +195,7 @@ pub(crate) fn walk<S: StepUnwinder, R: ReadStack + ?Sized>(
     Walk {
         unwound,
         reused: 0,
+        tail: 0,
         stop,
         text: (known.start, known.end),
     }
@@ -220,6 +231,8 @@ mod tests {
             &mut out,
         );
         assert_eq!(out.capacity(), cap, "the output buffer grew");
+        assert!(w.tail == 0 || (w.stop == Stop::Reused && w.tail == w.reused));
+        out.extend_from_slice(&prev[prev.len() - w.tail..]);
         (out, w)
     }
 

@@ -48,6 +48,7 @@ mod frame;
 mod heuristic;
 mod mode;
 mod modules;
+mod root_anchored;
 mod rule_cache;
 #[cfg(test)]
 mod self_image;
@@ -61,5 +62,6 @@ pub use frame::{Frame, Regs};
 pub use heuristic::HeuristicConfig;
 pub use mode::{Mode, ParseModeError};
 pub use modules::{ModuleData, Modules, Section};
+pub use root_anchored::RootAnchored;
 pub use stats::{Capture, UnwindStats};
 pub use step::{ReadStack, StepError, Stop};
