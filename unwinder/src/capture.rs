@@ -298,15 +298,16 @@ impl ThreadUnwinder {
         self.complete = complete;
         self.last_stop = w.stop;
 
-        // The new stack is `walked` then the previous one's last `w.tail`
+        // The new stack is `walked` then the previous one's last `tail`
         // frames, which stay where they are.
+        let tail = w.tail();
         let prev = self.stack.as_slice();
         let unchanged_root = if complete && prev_complete {
-            w.tail + common_root_len(&self.walked, &prev[..prev.len() - w.tail], 0)
+            tail + common_root_len(&self.walked, &prev[..prev.len() - tail])
         } else {
             0
         };
-        self.stack.replace_leaf_side(&self.walked, w.tail);
+        self.stack.replace_leaf_side(&self.walked, tail);
 
         let validated = validate.then(|| self.validate(modules, regs, skip, read));
 
@@ -556,7 +557,7 @@ mod tests {
                 assert_eq!(c.validated, Some(true));
                 assert_eq!(
                     c.unchanged_root,
-                    common_root_len(&want, &before, 0),
+                    common_root_len(&want, &before),
                     "{mode} event {i}"
                 );
                 before = want;
@@ -1088,7 +1089,7 @@ mod tests {
                     let ok = t.frames() == want.as_slice();
                     prop_assert_eq!(c.validated, Some(same_return_addresses(t.frames(), &want)));
                     right += u64::from(ok);
-                    prop_assert_eq!(c.unchanged_root, common_root_len(t.frames(), &before, 0));
+                    prop_assert_eq!(c.unchanged_root, common_root_len(t.frames(), &before));
                     if c.reused == 0 {
                         // Nothing was guessed: the stack is exact.
                         prop_assert!(ok);

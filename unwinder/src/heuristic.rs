@@ -68,10 +68,6 @@ pub(crate) struct Walk {
     pub(crate) unwound: usize,
     /// Frames taken from the previous capture.
     pub(crate) reused: usize,
-    /// The stack goes on with the last `tail` frames of the previous
-    /// capture, which are not in the output (all of the `reused` ones when
-    /// the walk ends `Reused`, else none).
-    pub(crate) tail: usize,
     pub(crate) stop: Stop,
     /// Text range `[start, end)` of the module the last frame checked was
     /// in (a hint for the next walk over the same module table).
@@ -79,6 +75,19 @@ pub(crate) struct Walk {
 }
 
 impl Walk {
+    /// The stack goes on with the last `tail()` frames of the previous
+    /// capture, which are not in the output: all the reused ones when the
+    /// walk ends `Reused`; none otherwise (reused frames cut by the depth
+    /// limit are not the root end, and are copied into the output).
+    #[inline]
+    pub(crate) fn tail(&self) -> usize {
+        if self.stop == Stop::Reused {
+            self.reused
+        } else {
+            0
+        }
+    }
+
     pub(crate) fn truncated(&self) -> bool {
         self.stop == Stop::Depth
     }
@@ -163,18 +172,17 @@ pub(crate) fn walk<S: StepUnwinder, R: ReadStack + ?Sized>(
                     let room = input.max_depth.saturating_sub(out.len());
                     let take = rest.len().min(room);
                     if confirmed && (!input.check_reused || read.holds_frames(&rest[..take])) {
-                        // The whole root side: left where it is in `prev`.
-                        // Cut by the depth limit: copied.
-                        let (tail, stop) = if take < rest.len() {
+                        // The whole root side: left where it is in `prev`
+                        // (`Walk::tail`). Cut by the depth limit: copied.
+                        let stop = if take < rest.len() {
                             out.extend_from_slice(&rest[..take]);
-                            (0, Stop::Depth)
+                            Stop::Depth
                         } else {
-                            (take, Stop::Reused)
+                            Stop::Reused
                         };
                         return Walk {
                             unwound,
                             reused: take,
-                            tail,
                             stop,
                             text: (known.start, known.end),
                         };
@@ -195,7 +203,6 @@ pub(crate) fn walk<S: StepUnwinder, R: ReadStack + ?Sized>(
     Walk {
         unwound,
         reused: 0,
-        tail: 0,
         stop,
         text: (known.start, known.end),
     }
@@ -231,8 +238,7 @@ mod tests {
             &mut out,
         );
         assert_eq!(out.capacity(), cap, "the output buffer grew");
-        assert!(w.tail == 0 || (w.stop == Stop::Reused && w.tail == w.reused));
-        out.extend_from_slice(&prev[prev.len() - w.tail..]);
+        out.extend_from_slice(&prev[prev.len() - w.tail()..]);
         (out, w)
     }
 
