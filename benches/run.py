@@ -357,6 +357,14 @@ def main():
         if not os.path.exists(f):
             sys.exit(f"{f} is missing: run cargo build --release first")
     modes = [m for m in a.modes.split(",") if m]
+    for m in modes:
+        unwind, _, placement = m.partition("+")
+        if unwind not in ("none", "full", "fp", "first", "second") or placement not in ("", "inline", "thread"):
+            ap.error(f"--modes: unknown mode {m!r}; accepted: none, full, fp, first, second, "
+                     "each optionally with +inline or +thread")
+    for c in [c for c in a.configs.split(",") if c]:
+        if c not in CONFIGS:
+            ap.error(f"--configs: unknown configuration {c!r}; accepted: {', '.join(CONFIGS)}")
     with_ht = shutil.which("heaptrack") is not None and not a.no_heaptrack
     tmp = tempfile.mkdtemp(prefix="wmhcct-bench-")
     results = {"configs": {}, "events": a.events, "rounds": a.rounds}

@@ -35,3 +35,36 @@ fn quick_benchmark_harness_runs_and_prints_its_tables() {
         ],
     );
 }
+
+#[test]
+fn unknown_benchmark_names_are_refused_with_the_accepted_ones() {
+    let dir = WorkDir::new("bench-args");
+    let script = root().join("benches/run.py");
+    for (arg, value, accepted) in [
+        (
+            "--configs",
+            "random,nonesuch",
+            "accepted: random, bursts, random-sizes",
+        ),
+        (
+            "--modes",
+            "second+elsewhere",
+            "accepted: none, full, fp, first, second",
+        ),
+    ] {
+        let mut c = command(
+            PYTHON,
+            &[script.as_os_str(), arg.as_ref(), value.as_ref()],
+            &dir.path,
+        );
+        let out = run_cmd(&mut c, Duration::from_secs(60));
+        assert_eq!(out.code, 2, "{}", out.describe());
+        let err = out.stderr.trim_end().lines().last().unwrap_or("");
+        assert!(
+            err.contains(arg) && err.contains(accepted),
+            "{}",
+            out.describe()
+        );
+        assert!(!out.stderr.contains("Traceback"), "{}", out.describe());
+    }
+}
