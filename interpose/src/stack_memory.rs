@@ -161,14 +161,28 @@ impl ReadStack for OwnStackReader {
         }
     }
 
+    /// Eight frames at a time: the eight slots' bounds first, then their
+    /// eight reads, which no branch then separates from each other, so
+    /// they are issued together (bursts: ~10 % of an event's cost less than
+    /// one frame at a time, A/B in the README).
     #[inline]
     fn holds_frames(&mut self, frames: &[Frame]) -> bool {
         let this = *self;
         // A frame's slot is `sp - 8`; a wrapped one fails `readable`.
-        frames.iter().all(|f| {
+        let holds = |f: &Frame| {
             let at = f.sp.wrapping_sub(8);
             this.readable(at) && Self::word(at) == f.ra
-        })
+        };
+        let (eights, rest) = frames.as_chunks::<8>();
+        eights.iter().all(|c| {
+            let at = c.map(|f| f.sp.wrapping_sub(8));
+            at.iter().all(|&a| this.readable(a))
+                && at
+                    .iter()
+                    .zip(c)
+                    .fold(0, |d, (&a, f)| d | (Self::word(a) ^ f.ra))
+                    == 0
+        }) && rest.iter().all(holds)
     }
 }
 
@@ -363,6 +377,57 @@ mod tests {
             hi - below >= 128 << 20,
             "the kernel keeps a gap: {below:#x} {hi:#x}"
         );
+    }
+
+    /// The check eight frames at a time gives the answer of one frame at a
+    /// time (the trait's definition, through `read_word`) for every length
+    /// and every place of one wrong frame: a wrong return address, a slot
+    /// below the capture point, one that wraps, one past the stack's top.
+    #[test]
+    fn the_check_in_eights_agrees_with_one_frame_at_a_time() {
+        let slots: [u64; 21] = std::array::from_fn(|i| 0x1000 + i as u64);
+        let at = |i: usize| &slots[i] as *const u64 as u64 + 8;
+        let s = OwnStack::current();
+        // The capture point is slot 1: slot 0 lies below it.
+        let mut r = s.reader(at(1) - 8);
+        let good: Vec<Frame> = (1..slots.len())
+            .map(|i| Frame {
+                ra: slots[i],
+                sp: at(i),
+            })
+            .collect();
+        let one_at_a_time = |r: &mut OwnStackReader, frames: &[Frame]| {
+            frames
+                .iter()
+                .all(|f| f.sp >= 8 && r.read_word(f.sp - 8) == Ok(f.ra))
+        };
+        // Slot 0 holds its word, but lies below the capture point.
+        let below = Frame {
+            ra: slots[0],
+            sp: at(0),
+        };
+        let wrong = [
+            |f: Frame, _: Frame, _: u64| Frame { ra: f.ra ^ 1, ..f },
+            |_: Frame, below: Frame, _: u64| below,
+            |f: Frame, _: Frame, _: u64| Frame { sp: 4, ..f },
+            |f: Frame, _: Frame, top: u64| Frame { sp: top + 8, ..f },
+        ];
+        for len in 0..=good.len() {
+            let frames = &good[..len];
+            assert!(r.holds_frames(frames), "{len} good frames");
+            for bad in 0..len {
+                for (k, w) in wrong.iter().enumerate() {
+                    let mut v = frames.to_vec();
+                    v[bad] = w(v[bad], below, s.hi);
+                    assert_eq!(
+                        r.holds_frames(&v),
+                        one_at_a_time(&mut r, &v),
+                        "{len} frames, wrong kind {k} at {bad}"
+                    );
+                    assert!(!r.holds_frames(&v), "{len} frames, wrong kind {k} at {bad}");
+                }
+            }
+        }
     }
 
     #[test]
