@@ -22,6 +22,8 @@ PACKAGES=(
     # A real MPI application for tests/tests/real_mpi_app.rs and
     # benches/real_mpi.py (LAMMPS, built with OpenMPI).
     lammps
+    # Traced programs under valgrind (tests/tests/valgrind.rs).
+    valgrind
 )
 # Wanted when they can coexist with what is installed (checked with apt-get -s).
 OPTIONAL=()

@@ -44,6 +44,7 @@ mod thread;
 mod thread_key;
 pub mod tracer;
 mod tracer_stack;
+mod valgrind;
 
 #[global_allocator]
 static ALLOCATOR: real::LibcAllocator = real::LibcAllocator;

@@ -61,7 +61,15 @@ fn null_terminated(strings: &[CString]) -> Vec<*const libc::c_char> {
 
 /// Run `bin args…` with stdin and stdout on /dev/null, without the
 /// environment variable `drop_var`, and wait for it.
+/// Under valgrind, which supports no `clone(CLONE_VM)` without
+/// `CLONE_VFORK` and exits the whole program (status 1) on one, it is not
+/// started: an error says why.
 pub fn run(bin: &Path, args: &[&OsStr], drop_var: &str) -> std::io::Result<Finished> {
+    if crate::valgrind::running() {
+        return Err(std::io::Error::other(
+            "not started under valgrind, which cannot create the process it runs in",
+        ));
+    }
     // The child runs on this thread's TLS until execve: its errno is ours.
     let errno = crate::errno::get();
     let r = run_here(bin, args, drop_var);

@@ -109,9 +109,16 @@ fn switch<F: FnOnce() -> R, R>(top: u64, f: F) -> R {
     // does not switch when already on it). rsp is kept in r12, which the
     // callee preserves (C ABI), and restored before the block ends; `enter`
     // is an `extern "C"` function taking the pointer in rdi. The caller's
-    // red zone is not touched (the call pushes on the other stack).
+    // red zone is not touched (the call pushes on the other stack). The
+    // word at [rsp], the lowest of this frame (`c` lies above it), is read
+    // and written back unchanged, so the thread's stack is mapped down to
+    // it before `f` runs elsewhere and writes `c.r`: under valgrind a stack
+    // grows only on a fault near the stack pointer, which is then on the
+    // other stack (a load alone may be dropped by its translator).
     unsafe {
         std::arch::asm!(
+            "mov r12, [rsp]",
+            "mov [rsp], r12",
             "mov r12, rsp",
             "mov rsp, {top}",
             "call {enter}",
