@@ -162,9 +162,9 @@ impl ReadStack for OwnStackReader {
     }
 
     /// Eight frames at a time: the eight slots' bounds first, then their
-    /// eight reads, which no branch then separates from each other, so
-    /// they are issued together (bursts: ~10 % of an event's cost less than
-    /// one frame at a time, A/B in the README).
+    /// eight reads, which no bounds check separates from each other any
+    /// more (bursts: ~10 % of an event's cost less than one frame at a
+    /// time, A/B in the README).
     #[inline]
     fn holds_frames(&mut self, frames: &[Frame]) -> bool {
         let this = *self;
