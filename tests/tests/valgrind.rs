@@ -42,18 +42,9 @@ fn valgrind(
     c
 }
 
-/// [`valgrind`], run.
-fn under_valgrind(
-    tool: &str,
-    exe: &Path,
-    args: &[&str],
-    dir: &Path,
-    traced: Option<(&Path, &str)>,
-) -> Output {
-    run_cmd(
-        &mut valgrind(tool, exe, args, dir, traced),
-        VALGRIND_TIMEOUT,
-    )
+/// Run a [`valgrind`] command.
+fn run(mut c: std::process::Command) -> Output {
+    run_cmd(&mut c, VALGRIND_TIMEOUT)
 }
 
 const VALGRIND_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(600);
@@ -64,14 +55,14 @@ fn a_program_under_valgrind_is_traced_without_harm() {
     // Threads with 16 KiB stacks: every one of their events switches to
     // the tracer's stack.
     let exe = compile("small_stacks.c", &w.path, Opt::Release, &["-pthread"]);
-    let plain = under_valgrind("none", &exe, &[], &w.path, None);
+    let plain = run(valgrind("none", &exe, &[], &w.path, None));
     assert_eq!(plain.code, 0, "valgrind alone: {}", plain.describe());
     let made = calls_made(&plain.stdout);
     assert_eq!(made.len(), 2, "{}", plain.stdout);
 
     for mode in ["second", "full"] {
         let h5 = w.join(format!("{mode}.h5"));
-        let traced = under_valgrind("none", &exe, &[], &w.path, Some((&h5, mode)));
+        let traced = run(valgrind("none", &exe, &[], &w.path, Some((&h5, mode))));
         assert_eq!(traced.code, 0, "{mode}: {}", traced.describe());
         assert_eq!(traced.stdout, plain.stdout, "{mode}");
         // One line: the profile is kept, with the command that converts it.
@@ -140,7 +131,7 @@ fn a_program_under_valgrind_is_traced_without_harm() {
             .collect::<Vec<_>>()
             .join(" ")
     };
-    let alone = under_valgrind("none", &stress, &args, &w.path, None);
+    let alone = run(valgrind("none", &stress, &args, &w.path, None));
     assert_eq!(alone.code, 0, "{}", alone.describe());
     assert!(
         sums(&alone).starts_with("events=2000 checksum="),
@@ -151,7 +142,7 @@ fn a_program_under_valgrind_is_traced_without_harm() {
         let h5 = w.join(format!("stress-{pad}.h5"));
         let mut c = valgrind("none", &stress, &args, &w.path, Some((&h5, "second")));
         c.env("PAD", "x".repeat(pad));
-        let traced = run_cmd(&mut c, VALGRIND_TIMEOUT);
+        let traced = run(c);
         assert_eq!(traced.code, 0, "pad {pad}: {}", traced.describe());
         assert_eq!(sums(&traced), sums(&alone), "pad {pad}");
         assert_eq!(
@@ -164,9 +155,15 @@ fn a_program_under_valgrind_is_traced_without_harm() {
 
     // memcheck: its own malloc, so no event reaches the tracer; the
     // program runs as under memcheck alone.
-    let alone = under_valgrind("memcheck", &exe, &[], &w.path, None);
+    let alone = run(valgrind("memcheck", &exe, &[], &w.path, None));
     let h5 = w.join("memcheck.h5");
-    let traced = under_valgrind("memcheck", &exe, &[], &w.path, Some((&h5, "second")));
+    let traced = run(valgrind(
+        "memcheck",
+        &exe,
+        &[],
+        &w.path,
+        Some((&h5, "second")),
+    ));
     assert_eq!(traced.code, alone.code, "{}", traced.describe());
     assert_eq!(traced.stdout, alone.stdout);
     assert!(
