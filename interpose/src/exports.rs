@@ -5,15 +5,63 @@
 use std::ffi::{c_int, c_void};
 
 use wmhcct_format::AllocKind;
+use wmhcct_unwinder::Regs;
 
 use crate::deferred::{self, Op};
 use crate::guard::{self, Guard};
 use crate::{errno, mpi, next_alloc, tracer};
 
+/// Exports `$name` as a trampoline of four instructions: it passes the
+/// caller's registers as they were at its call (the return address as pc,
+/// the stack pointer after the return, and rbp) in the three argument
+/// registers after the C arguments, and jumps to `$imp`, which returns to
+/// the program directly. Unwinding then starts at the program's frame
+/// instead of stepping through the export's own (~7 % of an event in the
+/// stress benchmark). The asm is x86-64 System V: the registers follow the
+/// arity; `.cfi_*` gives the trampoline the entry-state unwind rule.
+macro_rules! from_caller {
+    ($name:ident($($arg:ident: $ty:ty),*) -> $ret:ty => $imp:ident; $pc:literal, $sp:literal, $bp:literal) => {
+        /// # Safety
+        /// As for the C function of this name.
+        #[unsafe(naked)]
+        #[cfg_attr(not(test), unsafe(no_mangle))]
+        pub unsafe extern "C" fn $name($($arg: $ty),*) -> $ret {
+            std::arch::naked_asm!(
+                ".cfi_startproc",
+                concat!("mov ", $pc, ", [rsp]"),
+                concat!("lea ", $sp, ", [rsp + 8]"),
+                concat!("mov ", $bp, ", rbp"),
+                "jmp {imp}",
+                ".cfi_endproc",
+                imp = sym $imp,
+            )
+        }
+    };
+    ($name:ident($a:ident: $ta:ty) -> $ret:ty => $imp:ident) => {
+        from_caller!($name($a: $ta) -> $ret => $imp; "rsi", "rdx", "rcx");
+    };
+    ($name:ident($a:ident: $ta:ty, $b:ident: $tb:ty) -> $ret:ty => $imp:ident) => {
+        from_caller!($name($a: $ta, $b: $tb) -> $ret => $imp; "rdx", "rcx", "r8");
+    };
+    ($name:ident($a:ident: $ta:ty, $b:ident: $tb:ty, $c:ident: $tc:ty) -> $ret:ty => $imp:ident) => {
+        from_caller!($name($a: $ta, $b: $tb, $c: $tc) -> $ret => $imp; "rcx", "r8", "r9");
+    };
+}
+
+/// The registers a [`from_caller`] trampoline passed: `pc` is the return
+/// address of the program's call.
 #[inline(always)]
-fn record(kind: AllocKind, p: *mut c_void, size: usize) {
-    // Inlined into each export: unwinding starts at the export's frame.
-    let at = tracer::current_regs();
+fn caller(pc: u64, sp: u64, bp: u64) -> Regs {
+    Regs {
+        pc,
+        sp,
+        bp,
+        pc_is_return: true,
+    }
+}
+
+#[inline(always)]
+fn record(at: Regs, kind: AllocKind, p: *mut c_void, size: usize) {
     match Guard::acquire_event() {
         Some(g) => {
             let e = errno::get();
@@ -74,50 +122,69 @@ pub extern "C" fn _Exit(status: c_int) -> ! {
     crate::lifecycle::immediate_exit(status)
 }
 
-#[cfg_attr(not(test), no_mangle)]
-pub extern "C" fn malloc(size: usize) -> *mut c_void {
+from_caller!(malloc(size: usize) -> *mut c_void => malloc_at);
+extern "C" fn malloc_at(size: usize, pc: u64, sp: u64, bp: u64) -> *mut c_void {
     let p = next_alloc::malloc(size);
-    record(AllocKind::Malloc, p, size);
+    record(caller(pc, sp, bp), AllocKind::Malloc, p, size);
     p
 }
 
-#[cfg_attr(not(test), no_mangle)]
-pub extern "C" fn calloc(n: usize, size: usize) -> *mut c_void {
+from_caller!(calloc(n: usize, size: usize) -> *mut c_void => calloc_at);
+extern "C" fn calloc_at(n: usize, size: usize, pc: u64, sp: u64, bp: u64) -> *mut c_void {
     let p = next_alloc::calloc(n, size);
-    record(AllocKind::Calloc, p, n.wrapping_mul(size));
+    record(
+        caller(pc, sp, bp),
+        AllocKind::Calloc,
+        p,
+        n.wrapping_mul(size),
+    );
     p
 }
 
-/// # Safety
-/// As for C `realloc`.
-#[cfg_attr(not(test), no_mangle)]
-pub unsafe extern "C" fn realloc(old: *mut c_void, size: usize) -> *mut c_void {
+// `realloc(old, size)`; the caller passes NULL or a live block.
+from_caller!(realloc(old: *mut c_void, size: usize) -> *mut c_void => realloc_at);
+extern "C" fn realloc_at(old: *mut c_void, size: usize, pc: u64, sp: u64, bp: u64) -> *mut c_void {
     // SAFETY (both calls): the caller passes NULL or a live block.
-    let at = tracer::current_regs();
     match Guard::acquire_event() {
-        Some(g) => tracer::on_realloc(&g, at, AllocKind::Realloc, old, size, || unsafe {
-            next_alloc::realloc(old, size)
-        }),
+        Some(g) => tracer::on_realloc(
+            &g,
+            caller(pc, sp, bp),
+            AllocKind::Realloc,
+            old,
+            size,
+            || unsafe { next_alloc::realloc(old, size) },
+        ),
         None => realloc_inside(AllocKind::Realloc, old, size, unsafe {
             next_alloc::realloc(old, size)
         }),
     }
 }
 
-/// # Safety
-/// As for C `reallocarray`.
-#[cfg_attr(not(test), no_mangle)]
-pub unsafe extern "C" fn reallocarray(old: *mut c_void, n: usize, size: usize) -> *mut c_void {
-    // SAFETY (both calls): the caller passes NULL or a live block.
+// `reallocarray(old, n, size)`; the caller passes NULL or a live block.
+from_caller!(reallocarray(old: *mut c_void, n: usize, size: usize) -> *mut c_void => reallocarray_at);
+extern "C" fn reallocarray_at(
+    old: *mut c_void,
+    n: usize,
+    size: usize,
+    pc: u64,
+    sp: u64,
+    bp: u64,
+) -> *mut c_void {
     // On overflow the call fails and keeps `old`: never "size 0".
     let bytes = n.saturating_mul(size);
     // glibc's reallocarray calls realloc through the PLT, i.e. ours: hidden,
     // so the one call is recorded once.
     // SAFETY: the caller passes NULL or a live block.
     let call = || guard::hidden(|| unsafe { next_alloc::reallocarray(old, n, size) });
-    let at = tracer::current_regs();
     match Guard::acquire_event() {
-        Some(g) => tracer::on_realloc(&g, at, AllocKind::Reallocarray, old, bytes, call),
+        Some(g) => tracer::on_realloc(
+            &g,
+            caller(pc, sp, bp),
+            AllocKind::Reallocarray,
+            old,
+            bytes,
+            call,
+        ),
         None => realloc_inside(AllocKind::Reallocarray, old, bytes, call()),
     }
 }
@@ -142,10 +209,16 @@ pub unsafe extern "C" fn free(p: *mut c_void) {
     unsafe { next_alloc::free(p) }
 }
 
-/// # Safety
-/// As for C `posix_memalign`.
-#[cfg_attr(not(test), no_mangle)]
-pub unsafe extern "C" fn posix_memalign(out: *mut *mut c_void, align: usize, size: usize) -> c_int {
+// `posix_memalign(out, align, size)`; the caller passes a writable `out`.
+from_caller!(posix_memalign(out: *mut *mut c_void, align: usize, size: usize) -> c_int => posix_memalign_at);
+extern "C" fn posix_memalign_at(
+    out: *mut *mut c_void,
+    align: usize,
+    size: usize,
+    pc: u64,
+    sp: u64,
+    bp: u64,
+) -> c_int {
     // SAFETY: the caller passes a writable `out`.
     let rc = unsafe { next_alloc::posix_memalign(out, align, size) };
     // SAFETY: on success the allocator stored the block in `out`.
@@ -154,35 +227,41 @@ pub unsafe extern "C" fn posix_memalign(out: *mut *mut c_void, align: usize, siz
     } else {
         std::ptr::null_mut()
     };
-    record(AllocKind::PosixMemalign, p, size);
+    record(caller(pc, sp, bp), AllocKind::PosixMemalign, p, size);
     rc
 }
 
-#[cfg_attr(not(test), no_mangle)]
-pub extern "C" fn aligned_alloc(align: usize, size: usize) -> *mut c_void {
+from_caller!(aligned_alloc(align: usize, size: usize) -> *mut c_void => aligned_alloc_at);
+extern "C" fn aligned_alloc_at(
+    align: usize,
+    size: usize,
+    pc: u64,
+    sp: u64,
+    bp: u64,
+) -> *mut c_void {
     let p = next_alloc::aligned_alloc(align, size);
-    record(AllocKind::AlignedAlloc, p, size);
+    record(caller(pc, sp, bp), AllocKind::AlignedAlloc, p, size);
     p
 }
 
-#[cfg_attr(not(test), no_mangle)]
-pub extern "C" fn memalign(align: usize, size: usize) -> *mut c_void {
+from_caller!(memalign(align: usize, size: usize) -> *mut c_void => memalign_at);
+extern "C" fn memalign_at(align: usize, size: usize, pc: u64, sp: u64, bp: u64) -> *mut c_void {
     let p = next_alloc::memalign(align, size);
-    record(AllocKind::Memalign, p, size);
+    record(caller(pc, sp, bp), AllocKind::Memalign, p, size);
     p
 }
 
-#[cfg_attr(not(test), no_mangle)]
-pub extern "C" fn valloc(size: usize) -> *mut c_void {
+from_caller!(valloc(size: usize) -> *mut c_void => valloc_at);
+extern "C" fn valloc_at(size: usize, pc: u64, sp: u64, bp: u64) -> *mut c_void {
     let p = next_alloc::valloc(size);
-    record(AllocKind::Valloc, p, size);
+    record(caller(pc, sp, bp), AllocKind::Valloc, p, size);
     p
 }
 
-#[cfg_attr(not(test), no_mangle)]
-pub extern "C" fn pvalloc(size: usize) -> *mut c_void {
+from_caller!(pvalloc(size: usize) -> *mut c_void => pvalloc_at);
+extern "C" fn pvalloc_at(size: usize, pc: u64, sp: u64, bp: u64) -> *mut c_void {
     let p = next_alloc::pvalloc(size);
-    record(AllocKind::Pvalloc, p, size);
+    record(caller(pc, sp, bp), AllocKind::Pvalloc, p, size);
     p
 }
 

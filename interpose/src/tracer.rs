@@ -302,9 +302,11 @@ pub fn refresh_modules(t: &Tracer) -> bool {
     true
 }
 
-/// The registers here: called at the top of an exported function, they
-/// name the frame the program called, so unwinding starts right there,
-/// without stepping through the tracer's own frames.
+/// The registers here: called at the top of an exported function (the MPI
+/// wrappers), they name the frame the program called, so unwinding starts
+/// right there, without stepping through the tracer's other frames. (The
+/// allocator exports pass the program's own frame instead:
+/// `exports::from_caller`.)
 #[inline(always)]
 pub fn current_regs() -> Regs {
     let (pc, sp, bp): (u64, u64, u64);
@@ -320,7 +322,12 @@ pub fn current_regs() -> Regs {
             options(nomem, nostack, preserves_flags)
         );
     }
-    Regs { pc, sp, bp }
+    Regs {
+        pc,
+        sp,
+        bp,
+        pc_is_return: false,
+    }
 }
 
 /// Capture the calling thread's stack into `ts.frames`. Returns the number
@@ -363,12 +370,21 @@ const ROOM: u64 = 64 << 10;
 #[inline(never)]
 fn capture_here(t: &Tracer, ts: &mut ThreadState, now: u64, regs: Regs) -> (usize, u64) {
     let validate = t.config.validate > 0.0 && ts.random() < t.config.validate;
-    let cap = if ts.stack.holds(regs.sp) {
-        let mut reader = ts.stack.reader(regs.sp);
+    // A capture point at a call (`exports::from_caller`) has its return
+    // address just below its stack pointer, where the call wrote it:
+    // readable, and read by the reused-frame check. (From inside the tracer,
+    // the MPI wrappers, the capture point is the tracer's frame, skipped.)
+    let low = if regs.pc_is_return {
+        regs.sp.saturating_sub(8)
+    } else {
+        regs.sp
+    };
+    let cap = if ts.stack.holds(low) {
+        let mut reader = ts.stack.reader(low);
         capture_with(t, ts, now, regs, validate, false, &mut reader)
     } else {
         // A coroutine's, user-level thread's or alternate signal stack.
-        let mut stack = SwitchedStack::new(regs.sp);
+        let mut stack = SwitchedStack::new(low);
         capture_with(t, ts, now, regs, validate, true, &mut |a| stack.read(a))
     };
     // `ts.frames` holds the previous capture's return addresses: its root
@@ -544,7 +560,8 @@ fn event_ns(g: &Guard, t: &Tracer) -> u64 {
 }
 
 /// An allocation that returned `ptr` (NULL: failed) for `size` bytes.
-/// `at`: [`current_regs`] in the exported function the program called.
+/// `at`: the registers of the program's call (`exports::from_caller`), or
+/// [`current_regs`] in the exported function it called.
 pub fn on_alloc(g: &Guard, at: Regs, kind: AllocKind, ptr: *mut c_void, size: usize) {
     let Some(t) = get(g) else { return };
     let now = event_ns(g, t);

@@ -7,19 +7,37 @@ use wmhcct_e2e::*;
 
 #[test]
 fn every_entry_point_same_results_and_exact_counts() {
-    entry_points("allocators", &[]);
+    entry_points("allocators", Opt::Debug, &[], &[]);
+}
+
+/// Optimised and without frame pointers: the program's frames unwind from
+/// the stack pointer the exports hand over, so a wrong one cuts its stacks
+/// short of `_start`.
+#[test]
+fn every_entry_point_without_frame_pointers() {
+    entry_points(
+        "allocators-nofp",
+        Opt::Release,
+        &["-fomit-frame-pointer"],
+        &[],
+    );
 }
 
 /// The same with events handed to a collector thread: realloc's release and
 /// allocation, failed calls and errno go through its packets.
 #[test]
 fn every_entry_point_with_collector_thread() {
-    entry_points("allocators-thread", &[("WMHCCT_COLLECTOR", "thread")]);
+    entry_points(
+        "allocators-thread",
+        Opt::Debug,
+        &[],
+        &[("WMHCCT_COLLECTOR", "thread")],
+    );
 }
 
-fn entry_points(name: &str, env: &[(&str, &str)]) {
+fn entry_points(name: &str, opt: Opt, cflags: &[&str], env: &[(&str, &str)]) {
     let w = WorkDir::new(name);
-    let exe = compile("allocators.c", &w.path, Opt::Debug, &[]);
+    let exe = compile("allocators.c", &w.path, opt, cflags);
     let plain = run_plain(&exe, &[] as &[&str], &w.path);
     assert_eq!(plain.code, 0, "without the tracer: {}", plain.describe());
     assert!(
@@ -59,6 +77,33 @@ fn entry_points(name: &str, env: &[(&str, &str)]) {
         wrong.join("\n  "),
         alloc_totals(&r)
     );
+    // Every allocating entry point's contexts start at the call in main:
+    // the program's frame, at a line of allocators.c, with no tracer frame
+    // (the exports hand over the caller's registers, `from_caller`), and
+    // unwind from there to `_start` (its stack and frame pointers were right).
+    for (kind, ..) in made.iter().filter(|(k, ..)| k != "free") {
+        let found: Vec<&serde_json::Value> =
+            contexts(&r).iter().filter(|c| c["kind"] == *kind).collect();
+        assert!(!found.is_empty(), "no {kind} context: {}", summary(&r));
+        for c in found {
+            let leaf = &c["stack"][0];
+            assert!(
+                is_fn(leaf["function"].as_str().unwrap_or(""), "main")
+                    && leaf["file"]
+                        .as_str()
+                        .is_some_and(|f| f.ends_with("allocators.c"))
+                    && leaf["line"].as_u64().is_some_and(|l| l > 0),
+                "{kind}: the innermost frame is not the call in main: {}",
+                c["stack"]
+            );
+            let names = stack_names(c);
+            assert_eq!(
+                names.last().map(String::as_str),
+                Some("_start"),
+                "{kind}: the stack does not reach _start: {names:?}"
+            );
+        }
+    }
     // Everything the program allocated was freed; realloc(p, 0) freed its block.
     assert_eq!(u64_of(&r["live_bytes"]), 0, "nothing leaks: {}", r["heap"]);
     // Every non-NULL free is of a block the program allocated.

@@ -185,3 +185,55 @@ fn without_the_reused_frame_check_first_match_is_less_accurate() {
         first.accuracy
     );
 }
+
+/// Allocations from one call site at one stack height
+/// (tests/programs/one_site.c), optimised and without frame pointers: once
+/// a reseed has unwound the stack, every later capture is confirmed as the
+/// previous one by the reused-frame check alone, with no unwinding step. The
+/// check reads the capture point's own return-address slot, just below the
+/// stack pointer the malloc trampoline hands over; if that slot were out of
+/// the reader's bounds every capture would unwind two frames instead.
+#[test]
+fn an_unchanged_stack_is_reused_without_unwinding() {
+    let w = WorkDir::new("one-site");
+    let exe = compile(
+        "one_site.c",
+        &w.path,
+        Opt::Release,
+        &["-fomit-frame-pointer"],
+    );
+    let rep = w.join("one_site.h5");
+    let out = run_traced(
+        &exe,
+        &[] as &[&str],
+        &w.path,
+        &rep,
+        &[("WMHCCT_UNWIND", "second")],
+    );
+    assert_eq!(out.code, 0, "{}", out.describe());
+    assert!(
+        out.stdout.contains("one_site done 20000"),
+        "{}",
+        out.describe()
+    );
+    let r = report_json(&rep);
+    let u = &r["unwind"];
+    assert!(u64_of(&u["events"]) >= 20_000, "{u}");
+    let per_event = u["frames_unwound_per_event"].as_f64().unwrap_or(-1.0);
+    // ~20 reseeds (one per 1000 events) of ~7 frames: 0.007 per event.
+    assert!(
+        (0.0..0.05).contains(&per_event),
+        "frames unwound per event: {u}"
+    );
+    // And the stacks are whole: leaf, middle, outer, main, to _start.
+    let c = context_with(&r, "malloc", "leaf");
+    let names = stack_names(c);
+    for (i, f) in ["leaf", "middle", "outer", "main"].iter().enumerate() {
+        assert!(is_fn(&names[i], f), "frame {i} is not {f}: {names:?}");
+    }
+    assert_eq!(
+        names.last().map(String::as_str),
+        Some("_start"),
+        "{names:?}"
+    );
+}

@@ -1052,7 +1052,7 @@ mod tests {
                     words.get(((a - LOW) / 8) as usize).copied().ok_or(())
                 };
                 for (i, &(pc, sp_k, bp)) in regs.iter().enumerate() {
-                    let r = Regs { pc, sp: LOW + 8 * sp_k, bp };
+                    let r = Regs { pc, sp: LOW + 8 * sp_k, bp, pc_is_return: false };
                     let c = t.capture(&m, r, TRACER, &mut read, i as u64, validate);
                     prop_assert!(c.depth <= max_depth);
                     prop_assert_eq!(c.depth, t.frames().len());

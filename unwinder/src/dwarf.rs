@@ -44,7 +44,11 @@ impl<'a> DwarfSteps<'a> {
             table: modules.id(),
             cache,
             regs: UnwindRegsX86_64::new(regs.pc, regs.sp, regs.bp),
-            next: Some(FrameAddress::from_instruction_pointer(regs.pc)),
+            next: if regs.pc_is_return {
+                FrameAddress::from_return_address(regs.pc)
+            } else {
+                Some(FrameAddress::from_instruction_pointer(regs.pc))
+            },
         }
     }
 }
@@ -185,7 +189,12 @@ mod tests {
         let mut read = |_a: u64| Ok(0x2345u64);
         for (bp, want_end) in [(0u64, true), (0x10u64, false)] {
             let mut cache = StepCache::new();
-            let regs = Regs { pc: no_fde, sp, bp };
+            let regs = Regs {
+                pc: no_fde,
+                sp,
+                bp,
+                pc_is_return: false,
+            };
             let mut steps = DwarfSteps::new(&modules, &mut cache, regs);
             steps.next = FrameAddress::from_return_address(no_fde);
             let got = steps.step(&mut read);
@@ -203,6 +212,46 @@ mod tests {
         }
     }
 
+    /// A capture point at a return address (an entry trampoline's caller)
+    /// is looked up as one, at `pc - 1`. Here the call is its function's
+    /// last instruction, so `pc` is the next function's first: looked up
+    /// as an instruction pointer, the step would take that function's frame
+    /// (40 bytes instead of 24) and read the wrong slot.
+    #[test]
+    fn a_capture_point_at_a_return_address_is_looked_up_as_one() {
+        use crate::synthetic::{CFI_BASE, CFI_FUNCS};
+        let cm = CfiModule::new(true);
+        let modules = cm.modules();
+        let pc = CFI_BASE + CFI_FUNCS[1].0; // function 0's end
+        let sp = 0x7000_0000_1000u64;
+        let (size, caller) = (CFI_FUNCS[0].1, cm.call_site(3));
+        let mem: std::collections::HashMap<u64, u64> = [(sp + size - 8, caller)].into();
+        for (pc_is_return, want) in [
+            (
+                true,
+                Step::Frame(Frame {
+                    ra: caller,
+                    sp: sp + size,
+                }),
+            ),
+            (
+                false,
+                Step::Failed(StepError::Read(sp + CFI_FUNCS[1].1 - 8)),
+            ),
+        ] {
+            let mut cache = StepCache::new();
+            let regs = Regs {
+                pc,
+                sp,
+                bp: 0,
+                pc_is_return,
+            };
+            let mut steps = DwarfSteps::new(&modules, &mut cache, regs);
+            let mut read = |a: u64| mem.get(&a).copied().ok_or(());
+            assert_eq!(steps.step(&mut read), want, "pc_is_return: {pc_is_return}");
+        }
+    }
+
     #[test]
     fn tiny_stack_pointer_does_not_wrap() {
         let cm = CfiModule::new(true);
@@ -212,6 +261,7 @@ mod tests {
             pc: cm.pc_in(0),
             sp: 0,
             bp: 0,
+            pc_is_return: false,
         };
         let mut steps = DwarfSteps::new(&modules, &mut cache, regs);
         let mut read = |_a: u64| Ok(0x1234u64);
@@ -252,6 +302,7 @@ mod tests {
             pc: entries[0],
             sp,
             bp: 0,
+            pc_is_return: false,
         };
         let mut steps = DwarfSteps::new(&modules, &mut cache, regs);
         let (frames, end) = walk(&mut steps, &mut read);

@@ -96,6 +96,7 @@ mod tests {
             pc: 1,
             sp: 0x1000,
             bp: 0x1003,
+            pc_is_return: false,
         };
         assert_eq!(
             walk(regs, &mut read).1,
@@ -105,6 +106,7 @@ mod tests {
             pc: 1,
             sp: 0x1000,
             bp: 0x800,
+            pc_is_return: false,
         };
         assert!(matches!(
             walk(regs, &mut read).1,
@@ -116,6 +118,7 @@ mod tests {
             pc: 1,
             sp: 0x1000,
             bp: 0x2000,
+            pc_is_return: false,
         };
         let (frames, end) = walk(regs, &mut self_loop);
         assert_eq!(frames.len(), 1);
@@ -125,6 +128,7 @@ mod tests {
             pc: 1,
             sp: 0x1000,
             bp: u64::MAX - 7,
+            pc_is_return: false,
         };
         assert!(matches!(
             walk(regs, &mut read).1,

@@ -19,6 +19,12 @@ pub struct Regs {
     pub pc: u64,
     pub sp: u64,
     pub bp: u64,
+    /// `pc` is a return address: the capture point is a caller at its call,
+    /// as the callee's first instruction sees it (`sp` just above the return
+    /// address, `bp` the caller's). Its unwind rule is then looked up as for
+    /// any return address, at `pc - 1`: where the call is its function's
+    /// last instruction, `pc` itself belongs to the next function.
+    pub pc_is_return: bool,
 }
 
 /// Number of root-side frames two stacks (leaf first) have in common, comparing both the

@@ -29,7 +29,7 @@
 //! let mem: HashMap<u64, u64> =
 //!     [(0x7000, 0x7040), (0x7008, 0x2345), (0x7040, 0), (0x7048, 0)].into();
 //! let mut read = |a: u64| mem.get(&a).copied().ok_or(());
-//! let regs = Regs { pc: 0x1010, sp: 0x6ff0, bp: 0x7000 };
+//! let regs = Regs { pc: 0x1010, sp: 0x6ff0, bp: 0x7000, pc_is_return: false };
 //!
 //! let mut t = ThreadUnwinder::new(Mode::Second, HeuristicConfig::default());
 //! let tracer = 0x1000..0x1100; // the tracer's own code: skipped

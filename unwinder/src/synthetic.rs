@@ -64,7 +64,12 @@ impl FpStack {
         frames.reverse();
         FpStack {
             mem,
-            regs: Regs { pc, sp, bp },
+            regs: Regs {
+                pc,
+                sp,
+                bp,
+                pc_is_return: false,
+            },
             frames,
         }
     }
@@ -241,6 +246,7 @@ impl CfiStack {
                 pc,
                 sp,
                 bp: 0xdead_beef, // garbage: CFI must not need it
+                pc_is_return: false,
             },
             frames,
         }

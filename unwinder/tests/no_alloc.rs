@@ -72,7 +72,15 @@ fn fp_stack(chain: &[(u64, u64)]) -> (Mem, Regs) {
         bp = sp - 16;
         sp = bp - size;
     }
-    (m, Regs { pc: 0x1008, sp, bp })
+    (
+        m,
+        Regs {
+            pc: 0x1008,
+            sp,
+            bp,
+            pc_is_return: false,
+        },
+    )
 }
 
 const BASE: u64 = 0x5500_0000_0000;
@@ -132,7 +140,15 @@ fn cfi_stack(chain: &[usize]) -> (Mem, Regs) {
         }
     }
     let pc = BASE + FUNCS[*chain.last().unwrap()].0 + 8;
-    (m, Regs { pc, sp, bp: 0x1234 })
+    (
+        m,
+        Regs {
+            pc,
+            sp,
+            bp: 0x1234,
+            pc_is_return: false,
+        },
+    )
 }
 
 fn modules() -> Modules {
