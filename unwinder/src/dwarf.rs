@@ -193,10 +193,9 @@ mod tests {
                 pc: no_fde,
                 sp,
                 bp,
-                pc_is_return: false,
+                pc_is_return: true,
             };
             let mut steps = DwarfSteps::new(&modules, &mut cache, regs);
-            steps.next = FrameAddress::from_return_address(no_fde);
             let got = steps.step(&mut read);
             if want_end {
                 assert_eq!(got, Step::End);
