@@ -17,8 +17,9 @@ use crate::{errno, mpi, next_alloc, tracer};
 /// registers after the C arguments, and jumps to `$imp`, which returns to
 /// the program directly. Unwinding then starts at the program's frame
 /// instead of stepping through the export's own (in the stress benchmark,
-/// random order: 209 → 191 ns per event). The asm is x86-64 System V: the registers follow the
-/// arity; `.cfi_*` gives the trampoline the entry-state unwind rule.
+/// random order: 209 → 191 ns per event). The asm is x86-64 System V: the
+/// registers follow the arity; `.cfi_*` gives the trampoline the
+/// entry-state unwind rule.
 macro_rules! from_caller {
     ($name:ident($($arg:ident: $ty:ty),*) -> $ret:ty => $imp:ident; $pc:literal, $sp:literal, $bp:literal) => {
         /// # Safety
