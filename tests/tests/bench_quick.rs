@@ -31,7 +31,10 @@ fn quick_benchmark_harness_runs_and_prints_its_tables() {
             "## HCCT update cost",
             "## HCCT study",
             "## Collector placement",
+            "| floor:count |",
+            "| floor:ring+thread+clock |",
             "### Targets",
+            "- floor (bursts): counting each call and handing it to a thread",
         ],
     );
 }
@@ -50,6 +53,11 @@ fn unknown_benchmark_names_are_refused_with_the_accepted_ones() {
             "--modes",
             "second+elsewhere",
             "accepted: none, full, fp, first, second",
+        ),
+        (
+            "--floors",
+            "ring+nothing",
+            "accepted: count, ring, ring+thread, ring+thread+clock",
         ),
     ] {
         let mut c = command(
