@@ -1,5 +1,6 @@
 //! The `wmhcct` command: bad input to `report` fails cleanly (one line on
-//! stderr naming the file, no panic), and `run` passes the exit code on.
+//! stderr naming the file, no panic), `run` passes the exit code on, and the
+//! text report gives a recursion one line per run of identical frames.
 
 use std::path::Path;
 
@@ -132,4 +133,54 @@ fn preload_passes_exit_code() {
     assert_eq!(out.code, 42, "{}", out.describe());
     assert_clean_stderr(&out, &h5);
     assert!(h5.is_file());
+}
+
+/// The text report folds consecutive identical frames (a function calling
+/// itself from one call site) into one line ending in "×N", and folds
+/// nothing else: unfolded, its lines are the JSON stack of the same context.
+#[test]
+fn report_text_folds_recursion_into_one_line() {
+    let w = WorkDir::new("cli-fold");
+    // 29 levels of level_0 calling itself, then three varying levels.
+    let exe = compile("deep_stack.c", &w.path, Opt::Release, &[]);
+    let h5 = w.join("deep.h5");
+    let out = run_traced(&exe, &["5000"], &w.path, &h5, &[]);
+    assert_eq!(out.code, 0, "{}", out.describe());
+    let json = stack_names(&contexts(&report_json(&h5))[0]);
+
+    let mut c = command(bin(), &["report", "--top", "1"], &w.path);
+    c.arg(&h5).env_remove("LD_PRELOAD");
+    let text = run_cmd(&mut c, TIMEOUT);
+    assert_eq!(text.code, 0, "{}", text.describe());
+    let lines: Vec<&str> = text
+        .stdout
+        .lines()
+        .skip_while(|l| !l.starts_with("#1 "))
+        .skip(1)
+        .take_while(|l| l.starts_with("    "))
+        .collect();
+    let mut unfolded = Vec::new();
+    let mut longest = 0;
+    for l in &lines {
+        let function = l.trim_start().split(" (").next().unwrap().to_string();
+        let n = match l.rsplit_once("  ×") {
+            Some((_, n)) => n.parse::<usize>().unwrap_or_else(|_| panic!("{l:?}")),
+            None => 1,
+        };
+        longest = longest.max(n);
+        unfolded.extend(std::iter::repeat_n(function, n));
+    }
+    assert_eq!(unfolded, json, "text:\n{}", text.stdout);
+    assert!(
+        longest >= 20 && lines.len() + 19 < json.len(),
+        "recursion not folded:\n{}",
+        text.stdout
+    );
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.contains("level_0") && l.contains("  ×")),
+        "{}",
+        text.stdout
+    );
 }

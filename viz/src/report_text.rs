@@ -4,7 +4,7 @@ use std::fmt::Write as _;
 
 use wmhcct_format::Profile;
 
-use crate::contexts::{Context, ContextList};
+use crate::contexts::{Context, ContextList, StackFrame};
 use crate::h5layout::rank_count;
 
 /// `12345678` → `11.8 MiB`.
@@ -230,20 +230,91 @@ fn context(s: &mut String, rank: usize, c: &Context, nranks: u32) {
     if c.stack.is_empty() {
         let _ = writeln!(s, "    (no frames)");
     }
-    for f in &c.stack {
+    for (f, n) in runs(&c.stack) {
         let loc = if f.file.is_empty() {
             format!("{:#x}", f.address)
         } else {
             format!("{}:{}", f.file, f.line)
         };
         let module = if f.module.is_empty() { "?" } else { &f.module };
-        let _ = writeln!(s, "    {} ({loc}) [{module}]", f.function);
+        let times = if n > 1 {
+            format!("  ×{n}")
+        } else {
+            String::new()
+        };
+        let _ = writeln!(s, "    {} ({loc}) [{module}]{times}", f.function);
     }
+}
+
+/// A stack's frames with each run of identical consecutive frames (same
+/// return address in the same module: a function calling itself from one
+/// call site, level after level) given once with its length, so a deep
+/// recursion takes one line instead of a screenful.
+fn runs(stack: &[StackFrame]) -> Vec<(&StackFrame, usize)> {
+    let mut out: Vec<(&StackFrame, usize)> = Vec::new();
+    for f in stack {
+        match out.last_mut() {
+            Some((g, n)) if g.address == f.address && g.module == f.module => *n += 1,
+            _ => out.push((f, 1)),
+        }
+    }
+    out
 }
 
 #[cfg(test)]
 mod tests {
-    use super::human_bytes;
+    use super::{human_bytes, runs};
+    use crate::contexts::StackFrame;
+
+    fn frame(function: &str, line: u32, module: &str, address: u64) -> StackFrame {
+        StackFrame {
+            function: function.into(),
+            file: "solver.c".into(),
+            line,
+            module: module.into(),
+            address,
+        }
+    }
+
+    #[test]
+    fn runs_of_identical_frames_are_folded() {
+        let leaf = frame("leaf", 9, "app", 0x1010);
+        let rec = frame("refine", 40, "app", 0x2020);
+        let other_site = frame("refine", 44, "app", 0x2030);
+        let same_address_other_module = frame("refine", 40, "libx.so", 0x2020);
+        let main = frame("main", 7, "app", 0x3030);
+        let stack = [
+            leaf.clone(),
+            rec.clone(),
+            rec.clone(),
+            rec.clone(),
+            other_site.clone(),
+            rec.clone(),
+            same_address_other_module.clone(),
+            main.clone(),
+        ];
+        let got: Vec<(StackFrame, usize)> = runs(&stack)
+            .into_iter()
+            .map(|(f, n)| (f.clone(), n))
+            .collect();
+        assert_eq!(
+            got,
+            vec![
+                (leaf, 1),
+                (rec.clone(), 3),
+                (other_site, 1),
+                (rec, 1),
+                (same_address_other_module, 1),
+                (main, 1),
+            ]
+        );
+        // Every frame is accounted for.
+        assert_eq!(
+            runs(&stack).iter().map(|(_, n)| n).sum::<usize>(),
+            stack.len()
+        );
+        assert!(runs(&[]).is_empty());
+    }
 
     #[test]
     fn bytes_are_humane() {
