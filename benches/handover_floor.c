@@ -145,6 +145,9 @@ void *malloc(size_t n) {
     return p;
 }
 
+/* The count is kept for real: read once at exit. */
+__attribute__((destructor)) static void publish_count(void) { sink = w.calls; }
+
 void free(void *p) {
     int l = level();
     w.calls++;
