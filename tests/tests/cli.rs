@@ -1,6 +1,6 @@
 //! The `wmhcct` command: bad input to `report` fails cleanly (one line on
 //! stderr naming the file, no panic), `run` passes the exit code on, and the
-//! text report gives a recursion one line per run of identical frames.
+//! text report (and `diff`) give a recursion once with its length.
 
 use std::path::Path;
 
@@ -182,5 +182,20 @@ fn report_text_folds_recursion_into_one_line() {
             .any(|l| l.contains("level_0") && l.contains("  ×")),
         "{}",
         text.stdout
+    );
+
+    // `wmhcct diff` names a changed context by its first few functions,
+    // the recursion as one of them.
+    let h5b = w.join("deep-more.h5");
+    let out = run_traced(&exe, &["10000"], &w.path, &h5b, &[]);
+    assert_eq!(out.code, 0, "{}", out.describe());
+    let mut c = command(bin(), &["diff", "--top", "1"], &w.path);
+    c.arg(&h5).arg(&h5b).env_remove("LD_PRELOAD");
+    let diff = run_cmd(&mut c, TIMEOUT);
+    assert_eq!(diff.code, 0, "{}", diff.describe());
+    assert!(
+        diff.stdout.lines().any(|l| l.contains(" < level_0 ×")),
+        "{}",
+        diff.stdout
     );
 }

@@ -270,13 +270,49 @@ fn render_text(
             human_bytes(c.bytes.1),
             c.count.0,
             c.count.1,
-            c.stack
-                .iter()
+            folded(&c.stack)
+                .into_iter()
                 .take(6)
-                .cloned()
                 .collect::<Vec<_>>()
                 .join(" < ")
         );
     }
     s
+}
+
+/// Function names, innermost first, with each run of one name (a
+/// recursion) given once as "name ×N", so the few names shown reach past
+/// it.
+fn folded(names: &[String]) -> Vec<String> {
+    let mut runs: Vec<(&str, usize)> = Vec::new();
+    for n in names {
+        match runs.last_mut() {
+            Some((m, k)) if *m == n.as_str() => *k += 1,
+            _ => runs.push((n, 1)),
+        }
+    }
+    runs.into_iter()
+        .map(|(n, k)| {
+            if k > 1 {
+                format!("{n} ×{k}")
+            } else {
+                n.to_string()
+            }
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::folded;
+
+    #[test]
+    fn recursion_is_one_entry() {
+        let names: Vec<String> = ["leaf", "solve", "solve", "solve", "main", "solve"]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
+        assert_eq!(folded(&names), ["leaf", "solve ×3", "main", "solve"]);
+        assert!(folded(&[]).is_empty());
+    }
 }
