@@ -15,6 +15,7 @@ use crate::contexts::StackFrame;
 use crate::h5layout::rank_count;
 use crate::input::load;
 use crate::label::short_label;
+use crate::repeats::runs_by;
 use crate::report_text::human_bytes;
 use crate::stacks::all_stacks;
 use crate::symbolize::Symbols;
@@ -284,19 +285,13 @@ fn render_text(
 /// recursion) given once as "name ×N", so the few names shown reach past
 /// it.
 fn folded(names: &[String]) -> Vec<String> {
-    let mut runs: Vec<(&str, usize)> = Vec::new();
-    for n in names {
-        match runs.last_mut() {
-            Some((m, k)) if *m == n.as_str() => *k += 1,
-            _ => runs.push((n, 1)),
-        }
-    }
-    runs.into_iter()
+    runs_by(names, |a, b| a == b)
+        .into_iter()
         .map(|(n, k)| {
             if k > 1 {
                 format!("{n} ×{k}")
             } else {
-                n.to_string()
+                n.clone()
             }
         })
         .collect()

@@ -22,6 +22,7 @@ mod plot_events;
 mod plot_memory;
 mod plot_ranks;
 mod plot_title;
+mod repeats;
 mod report;
 mod report_json;
 mod report_text;

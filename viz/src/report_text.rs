@@ -6,6 +6,7 @@ use wmhcct_format::Profile;
 
 use crate::contexts::{Context, ContextList, StackFrame};
 use crate::h5layout::rank_count;
+use crate::repeats::runs_by;
 
 /// `12345678` → `11.8 MiB`.
 pub fn human_bytes(b: u64) -> String {
@@ -251,14 +252,7 @@ fn context(s: &mut String, rank: usize, c: &Context, nranks: u32) {
 /// call site, level after level) given once with its length, so a deep
 /// recursion takes one line instead of a screenful.
 fn runs(stack: &[StackFrame]) -> Vec<(&StackFrame, usize)> {
-    let mut out: Vec<(&StackFrame, usize)> = Vec::new();
-    for f in stack {
-        match out.last_mut() {
-            Some((g, n)) if g.address == f.address && g.module == f.module => *n += 1,
-            _ => out.push((f, 1)),
-        }
-    }
-    out
+    runs_by(stack, |a, b| a.address == b.address && a.module == b.module)
 }
 
 #[cfg(test)]
