@@ -24,6 +24,8 @@ PACKAGES=(
     lammps
     # Traced programs under valgrind (tests/tests/valgrind.rs).
     valgrind
+    # Everyday programs under the tracer (tests/tests/everyday_programs.rs).
+    git xz-utils perl mawk
 )
 # Wanted when they can coexist with what is installed (checked with apt-get -s).
 OPTIONAL=()

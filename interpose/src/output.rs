@@ -32,6 +32,80 @@ pub fn report_path(out: Option<&Path>, cwd: &Path, pid: u32, descendant: bool) -
     }
 }
 
+/// Is `name` the report name a descendant of the process whose report is
+/// `report` would choose (`report_path` with `descendant`): the report's
+/// stem, a dash, a pid, and the report's extension?
+pub fn is_descendant_report(report: &Path, name: &str) -> bool {
+    let Some(stem) = report.file_stem().and_then(|s| s.to_str()) else {
+        return false;
+    };
+    let rest = match report.extension().and_then(|e| e.to_str()) {
+        Some(ext) => name.strip_suffix(ext).and_then(|n| n.strip_suffix('.')),
+        None => Some(name),
+    };
+    rest.and_then(|r| r.strip_prefix(stem))
+        .and_then(|r| r.strip_prefix('-'))
+        .is_some_and(|pid| !pid.is_empty() && pid.bytes().all(|b| b.is_ascii_digit()))
+}
+
+/// How many reports of descendants (`is_descendant_report`) of the process
+/// whose report is `report` lie beside it, written at or after `since`.
+pub fn descendant_reports_since(report: &Path, since: std::time::SystemTime) -> usize {
+    let Some(dir) = report.parent() else {
+        return 0;
+    };
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return 0;
+    };
+    entries
+        .filter_map(|e| e.ok())
+        .filter(|e| {
+            e.file_name()
+                .to_str()
+                .is_some_and(|n| is_descendant_report(report, n))
+        })
+        .filter(|e| {
+            e.metadata()
+                .and_then(|m| m.modified())
+                .is_ok_and(|m| m >= since)
+        })
+        .count()
+}
+
+/// When this process started (its fork, which an `exec` keeps), from
+/// `/proc`: a shell that runs its last command with `exec` has started the
+/// programs before it, though the tracer in the exec'd image started later.
+pub fn process_start() -> Option<std::time::SystemTime> {
+    let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
+    let boot = std::fs::read_to_string("/proc/stat").ok()?;
+    // SAFETY: sysconf has no preconditions.
+    let ticks = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
+    let ticks = u64::try_from(ticks).ok().filter(|&t| t > 0)?;
+    let secs = boot_time(&boot)?;
+    let since_boot = start_ticks(&stat)?;
+    let ns = since_boot.checked_mul(1_000_000_000)? / ticks;
+    Some(
+        std::time::UNIX_EPOCH
+            + std::time::Duration::from_secs(secs)
+            + std::time::Duration::from_nanos(ns),
+    )
+}
+
+/// Field 22 of `/proc/<pid>/stat` (start time in clock ticks after boot);
+/// the command name, field 2, is in parentheses and may hold spaces.
+fn start_ticks(stat: &str) -> Option<u64> {
+    let after_name = &stat[stat.rfind(')')? + 1..];
+    // Fields 3, 4, …: field 22 is the 20th after the name.
+    after_name.split_ascii_whitespace().nth(19)?.parse().ok()
+}
+
+/// The `btime` line of `/proc/stat`: boot time in seconds since the epoch.
+fn boot_time(stat: &str) -> Option<u64> {
+    stat.lines()
+        .find_map(|l| l.strip_prefix("btime "))
+        .and_then(|v| v.trim().parse().ok())
+}
+
 /// The profile written next to the report before conversion.
 pub fn profile_path(report: &Path) -> PathBuf {
     let mut s = report.as_os_str().to_owned();
@@ -79,9 +153,81 @@ mod tests {
             report_path(Some(Path::new("/a/rep")), cwd, 7, true),
             PathBuf::from("/a/rep-7")
         );
+        for (name, yes) in [
+            ("r-42.h5", true),
+            ("r-1.h5", true),
+            ("r.h5", false),
+            ("r-.h5", false),
+            ("r-42.h5.wmprof", false),
+            ("r-4x2.h5", false),
+            ("rr-42.h5", false),
+            ("r-42.h6", false),
+            ("x-42.h5", false),
+        ] {
+            assert_eq!(
+                is_descendant_report(&cwd.join("out/r.h5"), name),
+                yes,
+                "{name}"
+            );
+        }
+        assert!(is_descendant_report(Path::new("/a/rep"), "rep-7"));
+        assert!(!is_descendant_report(Path::new("/a/rep"), "rep-7.h5"));
         assert_eq!(
             profile_path(Path::new("/a/r.h5")),
             PathBuf::from("/a/r.h5.wmprof")
         );
+    }
+
+    #[test]
+    fn process_start_from_proc() {
+        let stat =
+            "4242 (a b) c) S 1 4242 4242 0 -1 4194560 100 0 0 0 1 2 0 0 20 0 1 0 98765 1000 10";
+        assert_eq!(start_ticks(stat), Some(98765));
+        assert_eq!(start_ticks("4242 (x) S 1"), None);
+        assert_eq!(start_ticks("no name"), None);
+        let boot = "cpu  1 2 3\nintr 5\nbtime 1764000000\nprocesses 9\n";
+        assert_eq!(boot_time(boot), Some(1_764_000_000));
+        assert_eq!(boot_time("cpu 1\n"), None);
+        // This process: after boot, before now, and not in the future.
+        let start = process_start().expect("/proc is mounted");
+        let now = std::time::SystemTime::now();
+        assert!(start <= now, "{start:?} after {now:?}");
+        assert!(
+            now.duration_since(start).unwrap() < std::time::Duration::from_secs(24 * 3600),
+            "the test process started today: {start:?}"
+        );
+    }
+
+    #[test]
+    fn counts_descendant_reports_written_since() {
+        let dir = std::env::temp_dir().join(format!("wmhcct-out-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let report = dir.join("run.h5");
+        let before = std::time::SystemTime::now() - std::time::Duration::from_secs(60);
+        for name in [
+            "run.h5",
+            "run-11.h5",
+            "run-12.h5",
+            "other-13.h5",
+            "run-14.h5.wmprof",
+        ] {
+            std::fs::write(dir.join(name), b"x").unwrap();
+        }
+        assert_eq!(descendant_reports_since(&report, before), 2);
+        // One from before this process started does not count.
+        let old = std::fs::File::options()
+            .write(true)
+            .open(dir.join("run-11.h5"))
+            .unwrap();
+        old.set_modified(before - std::time::Duration::from_secs(60))
+            .unwrap();
+        drop(old);
+        assert_eq!(descendant_reports_since(&report, before), 1);
+        assert_eq!(
+            descendant_reports_since(&dir.join("nothing/run.h5"), before),
+            0
+        );
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 }

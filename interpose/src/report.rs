@@ -315,7 +315,8 @@ fn write_here(g: &Guard, t: &Tracer, reason: &str) {
     // SAFETY: getpid has no preconditions.
     let pid = unsafe { libc::getpid() } as u32;
     let path = |own: bool| output::report_path(t.config.out.as_deref(), &t.cwd, pid, own);
-    let mut report = path(t.descendant.load(Ordering::Acquire) || wrapper);
+    let descendant = t.descendant.load(Ordering::Acquire);
+    let mut report = path(descendant || wrapper);
     if written_since_start(t, &report) {
         // Another process wrote this report while this one ran: an MPI
         // job this process started (a shell script around `mpirun`, Intel
@@ -324,9 +325,53 @@ fn write_here(g: &Guard, t: &Tracer, reason: &str) {
         report = path(true);
     }
     match wmhcct_format::encode(&profile) {
-        Ok(bytes) => convert(t, &bytes, &report),
+        // A program a traced process started (or a forked child) writes
+        // its report silently: its stderr may be its parent's data (`cc
+        // --version 2>&1`, a captured pipe), and the job has one closing
+        // line, its first process's, which counts the others' reports.
+        Ok(bytes) => convert(t, &bytes, &report, !descendant),
         Err(e) => crate::diag::message(&["cannot encode the profile: ", &e.to_string()]),
     }
+}
+
+/// The closing line: the report, and how many programs this process
+/// started wrote theirs beside it (`<stem>-<pid>.h5`, named by
+/// `WMHCCT_OUT`; without it every process's report is `wmhcct-<pid>.h5`
+/// and another traced program's may share the directory, so none are
+/// counted).
+fn announce_report(t: &Tracer, report: &Path) {
+    let tracer_start = std::time::UNIX_EPOCH + std::time::Duration::from_nanos(t.start_unix_ns);
+    let start = output::process_start().map_or(tracer_start, |p| p.min(tracer_start));
+    let others = match t.config.out {
+        Some(_) => output::descendant_reports_since(report, start),
+        None => 0,
+    };
+    let shown = report.to_string_lossy();
+    if others == 0 {
+        crate::diag::message(&["report written to ", &shown]);
+        return;
+    }
+    let stem = report
+        .file_stem()
+        .map(|s| s.to_string_lossy())
+        .unwrap_or_default();
+    let ext = report
+        .extension()
+        .map(|e| format!(".{}", e.to_string_lossy()))
+        .unwrap_or_default();
+    let (count, verb) = match others {
+        1 => ("1 program it started".to_string(), "wrote its"),
+        n => (format!("{n} programs it started"), "wrote theirs"),
+    };
+    crate::diag::message(&[
+        "report written to ",
+        &shown,
+        "; ",
+        &count,
+        " ",
+        verb,
+        &format!(" beside it as {stem}-<pid>{ext}"),
+    ]);
 }
 
 /// Rank 0: the merged profile of the job.
@@ -334,7 +379,7 @@ pub fn write_bytes(t: &Tracer, bytes: &[u8]) {
     let report = tracer::job(t)
         .map(|j| j.report)
         .unwrap_or_else(|| job_report_path(t));
-    convert(t, bytes, &report);
+    convert(t, bytes, &report, true);
 }
 
 /// Take this rank's profile and leave it in the spill directory.
@@ -432,8 +477,9 @@ fn spill_as(t: &Tracer, bytes: &[u8], name: &str) -> Option<(PathBuf, PathBuf)> 
     }
 }
 
-/// Write the encoded profile next to `report` and run `wmhcct convert`.
-fn convert(t: &Tracer, bytes: &[u8], report: &Path) {
+/// Write the encoded profile next to `report` and run `wmhcct convert`;
+/// say where the report is when `announce`, and always say what failed.
+fn convert(t: &Tracer, bytes: &[u8], report: &Path, announce: bool) {
     let prof = output::profile_path(report);
     if let Err(e) = std::fs::write(&prof, bytes) {
         // Disk full: do not leave a truncated profile behind.
@@ -473,7 +519,9 @@ fn convert(t: &Tracer, bytes: &[u8], report: &Path) {
     };
     match status {
         Ok(o) if success(&o) && report.is_file() => {
-            crate::diag::message(&["report written to ", &report.to_string_lossy()]);
+            if announce {
+                announce_report(t, report);
+            }
         }
         Ok(o) if success(&o) => crate::diag::message(&[
             "could not convert the profile (",
