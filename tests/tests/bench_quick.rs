@@ -30,6 +30,8 @@ fn quick_benchmark_harness_runs_and_prints_its_tables() {
             "### Tracer memory",
             "## HCCT update cost",
             "## HCCT study",
+            "| exact HCCT % of CCT |",
+            "At φ = 1e-4 the exact HCCT is ",
             "## Collector placement",
             "| floor:count |",
             "| floor:ring+thread+clock |",

@@ -95,7 +95,7 @@ fn check_reports(dir: &Path, h5: &Path, what: &str) -> usize {
     let mut pids = vec![top["pid"].clone()];
     let kids = child_reports(dir, "run");
     for kid in &kids {
-        let r = report_json(&kid);
+        let r = report_json(kid);
         assert!(
             r["program"].is_string() && !r["totals"].is_null(),
             "{what}: {} names its program and has totals",
