@@ -3,7 +3,10 @@
 //! modes: Python (threads, `multiprocessing`, `subprocess`, a SIGTERM to
 //! itself), Perl, GNU sort's threads, gcc and g++ building and running a
 //! program that throws, git, tar with gzip, multi-threaded xz, find | xargs,
-//! awk, a deep bash recursion, and exit codes. Standard output, exit code
+//! awk, a deep bash recursion, exit codes, a compiler's stderr read through
+//! a pipe, make, clang, gfortran, C++ and Perl threads, a fork with a pipe,
+//! a MemoryError under `ulimit -v`, deep Python recursion, sqlite, timeout
+//! and a signal trap. Standard output, exit code
 //! and the program's own stderr must be identical; the tracer may add only
 //! its closing line naming the report, and every process started (bash
 //! and what it runs) leaves a report that `wmhcct report` reads.
@@ -30,6 +33,13 @@ fn same_output_traced(name: &str, script: &str, stderr: Stderr) {
     let native_dir = w.join("native");
     std::fs::create_dir(&native_dir).unwrap();
     let plain = run_plain("/bin/bash", &["-c", script], &native_dir);
+    // Every command prints to stdout when its programs are there: a missing
+    // one would make both runs fail alike and the comparison empty.
+    assert!(
+        !plain.stdout.is_empty() && !plain.stderr.contains("not found"),
+        "the native run does its work (scripts/setup.sh installs the programs): {}",
+        plain.describe()
+    );
     for mode in MODES {
         let cwd = w.join(format!("cwd-{mode}"));
         let reports = w.join(format!("reports-{mode}"));
@@ -142,4 +152,17 @@ everyday! {
     bash_recursion: "f(){ local n=$1; [ $n -le 0 ] && echo done || f $((n-1)); }; f 500";
     awk_array(ClosedAtExit): "mawk 'BEGIN{for(i=0;i<300000;i++) a[i]=i*2; s=0; for(k in a) s+=a[k]; print s}'";
     sh_exit_code: "sh -c 'echo out; echo err >&2; exit 7'";
+    // A compiler's stderr read by its caller: the last line must be gcc's.
+    gcc_verbose_into_a_pipe: "gcc -v 2>&1 | tail -1";
+    make_build: "printf 'all: a\\na: a.c\\n\\tgcc -O1 a.c -o a\\n' > Makefile; printf 'int main(){return 0;}\\n' > a.c; make -s 2>&1; ./a; echo $?";
+    clang_build: "printf 'int main(){return 0;}\\n' > c.c && clang -O2 c.c -o c && ./c && echo clang-built";
+    gfortran_allocate: "printf 'program p\\ninteger, allocatable :: a(:)\\nallocate(a(1000))\\na=1\\nprint *, sum(a)\\ndeallocate(a)\\nend program\\n' > p.f90 && gfortran p.f90 -o p && ./p";
+    cxx_threads: "printf '#include <thread>\\n#include <vector>\\n#include <cstdio>\\nint main(){std::vector<std::thread> t; for(int i=0;i<8;i++) t.emplace_back([]{std::vector<int> v; for(int j=0;j<10000;j++) v.push_back(j);}); for(auto&x:t) x.join(); puts(\"joined\");}\\n' > t.cc && g++ -O2 -pthread t.cc -o t && ./t";
+    perl_threads: "perl -e 'use threads; my @t = map { threads->create(sub { my $s=0; $s+=$_ for 1..100000; $s }) } 1..3; print join(\",\", map { $_->join } @t), \"\\n\"'";
+    python_fork_pipe: "/usr/bin/python3 -c 'import os; r,w=os.pipe(); pid=os.fork()\nif pid==0: os.write(w,b\"hi\"); os._exit(3)\nelse: print(os.read(r,2), os.waitpid(pid,0)[1]>>8)'";
+    python_memory_error_under_rlimit: "/usr/bin/python3 -c 'import resource; resource.setrlimit(resource.RLIMIT_AS,(2<<30,2<<30))\ntry: x=bytearray(4<<30)\nexcept MemoryError: print(\"MemoryError\")'";
+    python_deep_recursion: "/usr/bin/python3 -c 'import sys; sys.setrecursionlimit(100000); f=lambda n: 0 if n==0 else 1+f(n-1); print(f(20000))'";
+    python_sqlite: "/usr/bin/python3 -c 'import sqlite3; c=sqlite3.connect(\":memory:\"); c.execute(\"create table t(a)\"); c.executemany(\"insert into t values(?)\", [(i,) for i in range(100000)]); print(c.execute(\"select sum(a) from t\").fetchone())'";
+    timeout_kills_sleep: "timeout 1 sleep 5; echo $?";
+    signal_trap: "bash -c 'trap \"echo trapped\" USR1; kill -USR1 $$; echo after'";
 }
