@@ -334,7 +334,7 @@ fn write_here(g: &Guard, t: &Tracer, reason: &str) {
     }
 }
 
-/// The closing line: the report, and how many programs this process
+/// The closing line: the report, and how many processes this process
 /// started wrote theirs beside it (`<stem>-<pid>.h5`, named by
 /// `WMHCCT_OUT`; without it every process's report is `wmhcct-<pid>.h5`
 /// and another traced program's may share the directory, so none are
@@ -360,8 +360,8 @@ fn announce_report(t: &Tracer, report: &Path) {
         .map(|e| format!(".{}", e.to_string_lossy()))
         .unwrap_or_default();
     let (count, verb) = match others {
-        1 => ("1 program it started".to_string(), "wrote its"),
-        n => (format!("{n} programs it started"), "wrote theirs"),
+        1 => ("1 process it started".to_string(), "wrote its"),
+        n => (format!("{n} processes it started"), "wrote theirs"),
     };
     crate::diag::message(&[
         "report written to ",
