@@ -42,6 +42,19 @@ fn check_parent(r: &Value, exe_name: &str) {
     );
 }
 
+/// stderr is one line, the parent's closing line, counting the one report
+/// its child wrote beside the parent's.
+fn assert_only_the_parents_closing_line(out: &Output, h5: &std::path::Path) {
+    assert_eq!(
+        out.stderr,
+        format!(
+            "wmhcct: report written to {}; 1 process it started wrote its beside it as forking-<pid>.h5\n",
+            h5.display()
+        ),
+        "the parent's closing line only"
+    );
+}
+
 #[test]
 fn fork_exec_echo() {
     let w = WorkDir::new("forkexec");
@@ -57,16 +70,8 @@ fn fork_exec_echo() {
         out.stdout, plain.stdout,
         "echo's output and the parent's are unchanged"
     );
-    // One closing line, the parent's: the exec'd echo writes its report
-    // silently, and the parent counts it.
-    assert_eq!(
-        out.stderr,
-        format!(
-            "wmhcct: report written to {}; 1 process it started wrote its beside it as forking-<pid>.h5\n",
-            h5.display()
-        ),
-        "the parent's closing line only"
-    );
+    // The exec'd echo writes its report silently.
+    assert_only_the_parents_closing_line(&out, &h5);
     let r = report_json(&h5);
     check_parent(&r, "forking-O0");
     // The exec'd echo is traced under its own pid (it allocates in
@@ -90,15 +95,8 @@ fn fork_without_exec_child_allocates() {
     let out = run_traced(&exe, &["noexec"], &w.path, &h5, &[]);
     assert_eq!(out.code, 0, "{}", out.describe());
     assert_eq!(out.stdout, "parent: child exit 0\n");
-    // The forked child's report is written silently; the parent counts it.
-    assert_eq!(
-        out.stderr,
-        format!(
-            "wmhcct: report written to {}; 1 process it started wrote its beside it as forking-<pid>.h5\n",
-            h5.display()
-        ),
-        "the parent's closing line only"
-    );
+    // The forked child writes its report silently.
+    assert_only_the_parents_closing_line(&out, &h5);
     let r = report_json(&h5);
     check_parent(&r, "forking-O0");
 
