@@ -317,19 +317,23 @@ fn write_here(g: &Guard, t: &Tracer, reason: &str) {
     let path = |own: bool| output::report_path(t.config.out.as_deref(), &t.cwd, pid, own);
     let descendant = t.descendant.load(Ordering::Acquire);
     let mut report = path(descendant || wrapper);
+    let mut beside_the_job = wrapper;
     if written_since_start(t, &report) {
         // Another process wrote this report while this one ran: an MPI
         // job this process started (a shell script around `mpirun`, Intel
         // MPI's `mpirun` script). That report is the job's; this process's
         // goes beside it, under its pid.
         report = path(true);
+        beside_the_job = true;
     }
     match wmhcct_format::encode(&profile) {
-        // A program a traced process started (or a forked child) writes
-        // its report silently: its stderr may be its parent's data (`cc
-        // --version 2>&1`, a captured pipe), and the job has one closing
-        // line, its first process's, which counts the others' reports.
-        Ok(bytes) => convert(t, &bytes, &report, !descendant),
+        // Only the process the user started says where its report is. A
+        // program a traced process started (or a forked child) writes its
+        // report silently: its stderr may be its parent's data (`cc
+        // --version 2>&1`, a captured pipe); the first process's closing
+        // line counts those reports. A wrapper around an MPI job is silent
+        // too: the job's rank 0 has named the job's report, the one line.
+        Ok(bytes) => convert(t, &bytes, &report, !descendant && !beside_the_job),
         Err(e) => crate::diag::message(&["cannot encode the profile: ", &e.to_string()]),
     }
 }

@@ -93,6 +93,14 @@ fn a_shell_around_mpirun_leaves_the_job_report_alone() {
         .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1");
     let out = run_cmd(&mut c, MPI_TIMEOUT);
     assert_eq!(out.code, 0, "{}", out.describe());
+    // One closing line, rank 0's for the job's report: the shell writes
+    // its own report silently.
+    assert_eq!(
+        tracer_lines(&out.stderr),
+        vec![format!("wmhcct: report written to {}", h5.display())],
+        "{}",
+        out.describe()
+    );
     check_pattern(&report_json(&h5), "malloc", 64, 256);
     let all = reports(&dir);
     assert_eq!(
