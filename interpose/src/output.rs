@@ -12,15 +12,8 @@ use std::path::{Path, PathBuf};
 pub fn report_path(out: Option<&Path>, cwd: &Path, pid: u32, descendant: bool) -> PathBuf {
     let p = match out {
         Some(o) if descendant => {
-            let stem = o
-                .file_stem()
-                .map(|s| s.to_string_lossy().into_owned())
-                .unwrap_or_default();
-            let name = match o.extension() {
-                Some(ext) => format!("{stem}-{pid}.{}", ext.to_string_lossy()),
-                None => format!("{stem}-{pid}"),
-            };
-            o.with_file_name(name)
+            let (before, after) = around_pid(o);
+            o.with_file_name(format!("{before}{pid}{after}"))
         }
         Some(o) => o.to_path_buf(),
         None => PathBuf::from(format!("wmhcct-{pid}.h5")),
@@ -32,19 +25,33 @@ pub fn report_path(out: Option<&Path>, cwd: &Path, pid: u32, descendant: bool) -
     }
 }
 
+/// A descendant's report name beside `report`, around its pid: the
+/// report's stem and a dash before, the report's extension after.
+fn around_pid(report: &Path) -> (String, String) {
+    let stem = report
+        .file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let ext = report
+        .extension()
+        .map(|e| format!(".{}", e.to_string_lossy()))
+        .unwrap_or_default();
+    (format!("{stem}-"), ext)
+}
+
+/// The name of descendants' reports beside `report`, with `<pid>` for the
+/// pid (`run-<pid>.h5`), for messages.
+pub fn descendant_report_pattern(report: &Path) -> String {
+    let (before, after) = around_pid(report);
+    format!("{before}<pid>{after}")
+}
+
 /// Is `name` the report name a descendant of the process whose report is
-/// `report` would choose (`report_path` with `descendant`): the report's
-/// stem, a dash, a pid, and the report's extension?
+/// `report` would choose (`report_path` with `descendant`)?
 pub fn is_descendant_report(report: &Path, name: &str) -> bool {
-    let Some(stem) = report.file_stem().and_then(|s| s.to_str()) else {
-        return false;
-    };
-    let rest = match report.extension().and_then(|e| e.to_str()) {
-        Some(ext) => name.strip_suffix(ext).and_then(|n| n.strip_suffix('.')),
-        None => Some(name),
-    };
-    rest.and_then(|r| r.strip_prefix(stem))
-        .and_then(|r| r.strip_prefix('-'))
+    let (before, after) = around_pid(report);
+    name.strip_prefix(&before)
+        .and_then(|r| r.strip_suffix(&after))
         .is_some_and(|pid| !pid.is_empty() && pid.bytes().all(|b| b.is_ascii_digit()))
 }
 
@@ -170,6 +177,11 @@ mod tests {
                 "{name}"
             );
         }
+        assert_eq!(
+            descendant_report_pattern(Path::new("/a/r.h5")),
+            "r-<pid>.h5"
+        );
+        assert_eq!(descendant_report_pattern(Path::new("/a/rep")), "rep-<pid>");
         assert!(is_descendant_report(Path::new("/a/rep"), "rep-7"));
         assert!(!is_descendant_report(Path::new("/a/rep"), "rep-7.h5"));
         assert_eq!(

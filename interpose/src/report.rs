@@ -355,14 +355,6 @@ fn announce_report(t: &Tracer, report: &Path) {
         crate::diag::message(&["report written to ", &shown]);
         return;
     }
-    let stem = report
-        .file_stem()
-        .map(|s| s.to_string_lossy())
-        .unwrap_or_default();
-    let ext = report
-        .extension()
-        .map(|e| format!(".{}", e.to_string_lossy()))
-        .unwrap_or_default();
     let (count, verb) = match others {
         1 => ("1 process it started".to_string(), "wrote its"),
         n => (format!("{n} processes it started"), "wrote theirs"),
@@ -374,7 +366,8 @@ fn announce_report(t: &Tracer, report: &Path) {
         &count,
         " ",
         verb,
-        &format!(" beside it as {stem}-<pid>{ext}"),
+        " beside it as ",
+        &output::descendant_report_pattern(report),
     ]);
 }
 
