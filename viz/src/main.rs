@@ -24,6 +24,7 @@ mod plot_ranks;
 mod plot_title;
 mod repeats;
 mod report;
+mod report_files;
 mod report_json;
 mod report_text;
 mod run;
@@ -31,6 +32,7 @@ mod seal;
 mod slurm;
 mod stacks;
 mod symbolize;
+mod untraced;
 
 use std::process::ExitCode;
 

@@ -8,6 +8,8 @@ use std::process::Command;
 use anyhow::{bail, Context as _, Result};
 
 use crate::cli::RunArgs;
+use crate::report_files::ReportFiles;
+use crate::untraced::why_untraced;
 
 const LIB_NAME: &str = "libwmhcct.so";
 
@@ -76,12 +78,57 @@ pub fn run(args: &RunArgs) -> Result<i32> {
     if let Some(placement) = &args.collector {
         cmd.env("WMHCCT_COLLECTOR", placement);
     }
+    let report = args.out.clone().or_else(|| {
+        std::env::var_os("WMHCCT_OUT")
+            .filter(|v| !v.is_empty())
+            .map(PathBuf::from)
+    });
+    let before = report.as_deref().map(ReportFiles::of);
     let status = cmd
         .status()
         .with_context(|| format!("{}: cannot start", PathBuf::from(program).display()))?;
+    let written = report
+        .as_deref()
+        .zip(before.as_ref())
+        .map(|(r, b)| ReportFiles::of(r).written_since(b));
+    if let Some(line) = no_report_line(program, report.as_deref(), written, status.signal()) {
+        eprintln!("{line}");
+    }
     Ok(match (status.code(), status.signal()) {
         (Some(c), _) => c,
         (None, Some(sig)) => 128 + sig,
         (None, None) => 1,
     })
+}
+
+/// The line `run` adds when the command left no report, after the command's
+/// own output: with a report path (`--out`, `WMHCCT_OUT`), whenever nothing
+/// was written there, with the reason where one is known; without one (the
+/// report would be `wmhcct-<pid>.h5` of whichever process was traced), only
+/// when the executable itself cannot load the tracer.
+fn no_report_line(
+    program: &std::ffi::OsStr,
+    report: Option<&std::path::Path>,
+    written: Option<bool>,
+    signal: Option<i32>,
+) -> Option<String> {
+    let name = PathBuf::from(program).display().to_string();
+    let why = why_untraced(program).map(|w| format!("{name} {w}"));
+    match (report, written) {
+        (Some(_), Some(true)) => None,
+        (Some(r), _) => {
+            let why = why.or_else(|| match signal {
+                Some(libc::SIGKILL) => Some(format!(
+                    "{name} was killed by SIGKILL, which leaves a process no time to write one"
+                )),
+                Some(sig) => Some(format!("{name} was killed by signal {sig}")),
+                None => None,
+            });
+            Some(match why {
+                Some(w) => format!("wmhcct: no report was written to {}: {w}", r.display()),
+                None => format!("wmhcct: no report was written to {}", r.display()),
+            })
+        }
+        (None, _) => why.map(|w| format!("wmhcct: no report: {w}")),
+    }
 }
