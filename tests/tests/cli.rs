@@ -111,6 +111,31 @@ fn run_passes_exit_code_and_writes_report() {
     let work = context_with(&r, "malloc", "work");
     assert_eq!(u64_of(&work["count"]), 1, "{work}");
 
+    // A command that is not there, or not executable: 127 and 126, as
+    // `env` and `timeout` give, with one line naming it.
+    let text = w.join("notes.txt");
+    std::fs::write(&text, "not a program\n").unwrap();
+    for (cmd, code, why) in [
+        (
+            w.join("no-such-program"),
+            127,
+            "No such file or directory (os error 2)",
+        ),
+        (text, 126, "Permission denied (os error 13)"),
+    ] {
+        let mut c = command(bin(), &["run", "--"], &w.path);
+        c.arg(&cmd);
+        let out = run_cmd(&mut c, TIMEOUT);
+        assert_eq!(out.code, code, "{}", out.describe());
+        assert_eq!(
+            out.stderr,
+            format!("wmhcct: error: {}: cannot start: {why}\n", cmd.display()),
+            "{}",
+            out.describe()
+        );
+        assert!(out.stdout.is_empty(), "{}", out.describe());
+    }
+
     // A placement that does not exist: clap's one-line error, no run.
     let mut c = command(bin(), &[] as &[&str], &w.path);
     c.args(["run", "--collector", "sideways", "--"]).arg(&exe);

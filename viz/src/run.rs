@@ -45,7 +45,8 @@ fn find_lib(explicit: Option<&PathBuf>) -> Result<PathBuf> {
     )
 }
 
-/// Run the command; returns the exit code to pass on (128 + signal when killed).
+/// Run the command; returns the exit code to pass on (128 + signal when
+/// killed; 127 when it is not found, 126 when it cannot be executed).
 pub fn run(args: &RunArgs) -> Result<i32> {
     let lib = find_lib(args.lib.as_ref())?;
     let lib = std::fs::canonicalize(&lib).unwrap_or(lib);
@@ -84,9 +85,20 @@ pub fn run(args: &RunArgs) -> Result<i32> {
             .map(PathBuf::from)
     });
     let before = report.as_deref().map(ReportFiles::of);
-    let status = cmd
-        .status()
-        .with_context(|| format!("{}: cannot start", PathBuf::from(program).display()))?;
+    let status = match cmd.status() {
+        Ok(s) => s,
+        // As `env`, `nice` and `timeout` do: 127 for a command not found,
+        // 126 for one found but not executable.
+        Err(e) => {
+            let name = PathBuf::from(program).display().to_string();
+            eprintln!("wmhcct: error: {name}: cannot start: {e}");
+            return Ok(if e.kind() == std::io::ErrorKind::NotFound {
+                127
+            } else {
+                126
+            });
+        }
+    };
     let written = report
         .as_deref()
         .zip(before.as_ref())
