@@ -1,19 +1,23 @@
-//! SIGTERM: the profile of a process (or MPI rank) that is terminated; and
-//! the profile of a process that crashes (SIGSEGV, SIGBUS, SIGFPE, SIGILL,
-//! SIGABRT: see [`install`] and `on_crash` at the end).
+//! SIGTERM, SIGINT and SIGHUP: the profile of a process (or MPI rank) that
+//! is terminated (a job scheduler, `mpirun`, Ctrl-C at the terminal, the
+//! terminal closing); and the profile of a process that crashes (SIGSEGV,
+//! SIGBUS, SIGFPE, SIGILL, SIGABRT: see [`install`] and `on_crash` at the
+//! end).
 //!
 //! A process killed by a signal never runs `.fini_array`, so without this
 //! the profile of a rank that the job scheduler or `mpirun` terminates with
-//! SIGTERM would be lost. At tracer start-up, and only if the program's
-//! disposition of SIGTERM is still the default, a handler is installed. On
-//! SIGTERM it takes the profile with the normal report functions (an MPI
-//! rank leaves `rank-<r>.wmprof` in the job's spill directory; any other
-//! process writes its report), then restores the default action and
-//! re-sends SIGTERM, so the process still dies "killed by SIGTERM".
+//! SIGTERM would be lost. At tracer start-up, and only where the program's
+//! disposition of the signal is still the default, a handler is installed.
+//! On the signal it takes the profile with the normal report functions (an
+//! MPI rank leaves `rank-<r>.wmprof` in the job's spill directory; any
+//! other process writes its report), then restores the default action and
+//! re-sends the signal, so the process still dies "killed by SIGTERM" (or
+//! SIGINT, SIGHUP). Below, "SIGTERM" stands for any of the three.
 //!
-//! A program that installs its own SIGTERM handler later simply replaces
-//! ours: we never interfere with it. A SIGTERM ignored or handled by the
-//! program when the tracer starts is left alone.
+//! A program that installs its own handler later simply replaces ours: we
+//! never interfere with it. A signal ignored or handled by the program when
+//! the tracer starts (`nohup`'s SIGHUP, a background job's SIGINT) is left
+//! alone.
 //!
 //! Safety of the work done in the handler:
 //! - If the signal interrupted the tracer itself on this thread (the
@@ -42,6 +46,8 @@ use crate::guard::Guard;
 
 /// A SIGTERM is being handled (the first one wins; later ones return).
 static HANDLING: AtomicBool = AtomicBool::new(false);
+/// The termination signal being handled (the first one).
+static TERMINATING: AtomicI32 = AtomicI32::new(libc::SIGTERM);
 /// Checked at every guard release: `PENDING` and/or `WRITING`.
 static FLAGS: AtomicU8 = AtomicU8::new(0);
 /// A SIGTERM arrived while a thread was inside the tracer, or while the
@@ -121,7 +127,20 @@ pub fn program_signal(sig: c_int, handler: libc::sighandler_t) -> libc::sighandl
 
 fn is_ours(handler: usize) -> bool {
     handler == on_crash as extern "C" fn(c_int) as usize
-        || handler == on_sigterm as extern "C" fn(c_int) as usize
+        || handler == on_terminate as extern "C" fn(c_int) as usize
+}
+
+/// The signals that end a job or a terminal session: the report is
+/// written, then the process dies of the signal as it would have.
+const TERMINATION_SIGNALS: [c_int; 3] = [libc::SIGTERM, libc::SIGINT, libc::SIGHUP];
+
+/// The report's `reason` for a termination signal.
+fn termination_name(sig: c_int) -> &'static str {
+    match sig {
+        libc::SIGINT => "sigint",
+        libc::SIGHUP => "sighup",
+        _ => "sigterm",
+    }
 }
 
 /// The signals of a crash: the report is written, then the process dies
@@ -134,14 +153,16 @@ const CRASH_SIGNALS: [c_int; 5] = [
     libc::SIGABRT,
 ];
 
-/// Install the SIGTERM and crash handlers, each only where the program's
+/// Install the termination and crash handlers, each only where the program's
 /// disposition is still the default (a program or runtime that handles the
 /// signal replaces ours or keeps its own; to one that installs its handler
 /// only over the default, as Open MPI does in `MPI_Init`, ours look like
 /// the default: [`program_sigaction`]). Called once, right after the
 /// tracer is initialised.
 pub fn install() {
-    set_if_default(libc::SIGTERM, on_sigterm);
+    for sig in TERMINATION_SIGNALS {
+        set_if_default(sig, on_terminate);
+    }
     for sig in CRASH_SIGNALS {
         set_if_default(sig, on_crash);
     }
@@ -185,13 +206,15 @@ pub fn writer_begins() {
     FLAGS.fetch_or(WRITING, Ordering::AcqRel);
 }
 
-extern "C" fn on_sigterm(_sig: c_int) {
+extern "C" fn on_terminate(sig: c_int) {
     let errno = crate::errno::get();
     if HANDLING.swap(true, Ordering::AcqRel) {
-        // Another thread is already writing the profile, or it is pending.
+        // Another thread is already writing the profile, or it is pending;
+        // the process ends with that one's signal.
         crate::errno::set(errno);
         return;
     }
+    TERMINATING.store(sig, Ordering::Release);
     let Some(g) = Guard::acquire() else {
         // Interrupted inside the tracer (perhaps while writing the report):
         // finish there, at the guard's release (module documentation).
@@ -201,7 +224,7 @@ extern "C" fn on_sigterm(_sig: c_int) {
     };
     // (If the report was taken, its writer is another thread, as this one
     // is not inside the tracer.)
-    report_from_anywhere(g, "sigterm");
+    report_from_anywhere(g, termination_name(sig));
     terminate();
     crate::errno::set(errno);
 }
@@ -276,20 +299,23 @@ fn flags_set() {
 
 fn write(g: &Guard) {
     if let Some(t) = crate::tracer::running() {
-        crate::report::write(g, t, "sigterm");
+        let sig = TERMINATING.load(Ordering::Acquire);
+        crate::report::write(g, t, termination_name(sig));
     }
 }
 
-/// Restore the default action and re-send SIGTERM to the process, so it
-/// dies with the status the program would have had without the tracer.
+/// Restore the default action and re-send the termination signal to the
+/// process, so it dies with the status the program would have had without
+/// the tracer.
 fn terminate() {
-    default_action(libc::SIGTERM);
+    let sig = TERMINATING.load(Ordering::Acquire);
+    default_action(sig);
     // SAFETY: kill has no preconditions.
-    unsafe { libc::kill(libc::getpid(), libc::SIGTERM) };
-    // Inside the handler SIGTERM is blocked on this thread: unblock it so
-    // the default action happens now (another thread may already have
+    unsafe { libc::kill(libc::getpid(), sig) };
+    // Inside the handler the signal is blocked on this thread: unblock it
+    // so the default action happens now (another thread may already have
     // taken it).
-    unblock(libc::SIGTERM);
+    unblock(sig);
 }
 
 /// A crash signal (`CRASH_SIGNALS`) on this thread: a fault (bad address,

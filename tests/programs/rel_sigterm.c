@@ -1,4 +1,6 @@
-/* SIGTERM under the tracer (tests/tests/reliability_signals.rs).
+/* SIGTERM, SIGINT and SIGHUP under the tracer
+ * (tests/tests/reliability_signals.rs). The signal is the third argument,
+ * TERM (default), INT or HUP; "SIGTERM" below stands for it.
  *
  *   raise N:    rel_before_term: N x malloc(100) (kept), prints
  *               "allocated N", then raise(SIGTERM): killed by SIGTERM.
@@ -55,12 +57,14 @@ static void own_handler(int sig) {
 int main(int argc, char **argv) {
     const char *mode = argc > 1 ? argv[1] : "raise";
     long n = argc > 2 ? atol(argv[2]) : 1000;
+    const char *name = argc > 3 ? argv[3] : "TERM";
+    int SIG = !strcmp(name, "INT") ? SIGINT : !strcmp(name, "HUP") ? SIGHUP : SIGTERM;
     char msg[64];
     if (strcmp(mode, "raise") == 0) {
         rel_before_term(n);
         snprintf(msg, sizeof msg, "allocated %ld\n", n);
         say(msg);
-        raise(SIGTERM);
+        raise(SIG);
         say("not reached\n");
         return 1;
     }
@@ -74,16 +78,16 @@ int main(int argc, char **argv) {
         struct sigaction sa;
         memset(&sa, 0, sizeof sa);
         sa.sa_handler = own_handler;
-        sigaction(SIGTERM, &sa, NULL);
+        sigaction(SIG, &sa, NULL);
         rel_before_term(n);
-        raise(SIGTERM);
+        raise(SIG);
         say("not reached\n");
         return 1;
     }
     if (strcmp(mode, "ignore") == 0) {
-        signal(SIGTERM, SIG_IGN);
+        signal(SIG, SIG_IGN);
         rel_before_term(n);
-        raise(SIGTERM);
+        raise(SIG);
         say("still alive\n");
         return 0;
     }

@@ -7,6 +7,8 @@
 //! re-sent: the process still dies "killed by SIGTERM" (exit status 143).
 //! Recovered: every event up to the signal, with `reason` "sigterm". A
 //! program's own SIGTERM handler (or SIG_IGN) wins and is left alone.
+//! SIGINT (Ctrl-C) and SIGHUP (the terminal closing) likewise, with
+//! `reason` "sigint" and "sighup" (exit status 130 and 129).
 //!
 //! Crashes (SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT): likewise, where
 //! the disposition is the default, the report is written with the signal's
@@ -28,44 +30,62 @@ use std::time::{Duration, Instant};
 use rel_common::*;
 use wmhcct_e2e::*;
 
+/// The termination signals the tracer handles: SIGTERM (a job scheduler,
+/// `mpirun`), SIGINT (Ctrl-C) and SIGHUP (the terminal closing), with the
+/// name `rel_sigterm.c` takes, the signal number and the report's reason.
+const TERMINATIONS: [(&str, i32, &str); 3] = [
+    ("TERM", 15, "sigterm"),
+    ("INT", 2, "sigint"),
+    ("HUP", 1, "sighup"),
+];
+
 #[test]
 fn sigterm_raised_writes_the_report_and_still_dies_by_sigterm() {
     let w = WorkDir::new("rel-sigterm-raise");
     let exe = compile("rel_sigterm.c", &w.path, Opt::Debug, &["-pthread"]);
-    let native = run_plain(&exe, &["raise", "1000"], &w.path);
-    assert_eq!(native.code, 128 + 15, "{}", native.describe());
-    let h5 = w.join("term.h5");
-    let out = run_traced(&exe, &["raise", "1000"], &w.path, &h5, &[]);
-    assert_eq!(out.code, 128 + 15, "killed by SIGTERM: {}", out.describe());
-    assert_eq!(out.stdout, native.stdout);
-    assert_clean_stderr(&out, &h5);
-    let r = report_json(&h5);
-    assert_eq!(r["reason"], "sigterm", "{}", r["reason"]);
-    let c = context_with(&r, "malloc", "rel_before_term");
-    assert_eq!(u64_of(&c["count"]), 1000, "{c}");
-    assert_eq!(u64_of(&c["leaked_bytes"]), 100_000, "{c}");
-    figure(
-        "sigterm_raised",
-        format!(
-            "exit {} (native {}); recovered {} mallocs, reason {}",
+    for (name, sig, reason) in TERMINATIONS {
+        let native = run_plain(&exe, &["raise", "1000", name], &w.path);
+        assert_eq!(native.code, 128 + sig, "{name}: {}", native.describe());
+        let h5 = w.join(format!("term-{name}.h5"));
+        let out = run_traced(&exe, &["raise", "1000", name], &w.path, &h5, &[]);
+        assert_eq!(
             out.code,
-            native.code,
-            total_count(&r, "malloc"),
-            r["reason"]
-        ),
-    );
+            128 + sig,
+            "killed by SIG{name}: {}",
+            out.describe()
+        );
+        assert_eq!(out.stdout, native.stdout);
+        assert_clean_stderr(&out, &h5);
+        let r = report_json(&h5);
+        assert_eq!(r["reason"], reason, "{}", r["reason"]);
+        let c = context_with(&r, "malloc", "rel_before_term");
+        assert_eq!(u64_of(&c["count"]), 1000, "{c}");
+        assert_eq!(u64_of(&c["leaked_bytes"]), 100_000, "{c}");
+        figure(
+            "sigterm_raised",
+            format!(
+                "SIG{name}: exit {} (native {}); recovered {} mallocs, reason {}",
+                out.code,
+                native.code,
+                total_count(&r, "malloc"),
+                r["reason"]
+            ),
+        );
+    }
 }
 
 /// SIGTERM from outside while 4 threads allocate as fast as they can (the
 /// signal usually lands inside the tracer: the profile is then written by
-/// the next thread that leaves it). Five rounds; each must die by SIGTERM
-/// within 60 s with a readable report.
+/// the next thread that leaves it). Six rounds, SIGTERM, SIGINT and SIGHUP
+/// twice each; each must die by its signal within 60 s with a readable
+/// report.
 #[test]
 fn sigterm_from_outside_while_threads_allocate() {
     let t = "sigterm_from_outside_while_threads_allocate";
     let w = WorkDir::new("rel-sigterm-kill");
     let exe = compile("rel_sigterm.c", &w.path, Opt::Debug, &["-pthread"]);
-    for round in 0..5 {
+    for round in 0..6u64 {
+        let (name, sig, reason) = TERMINATIONS[round as usize % 3];
         let h5 = w.join(format!("kill{round}.h5"));
         let mut c = command(&exe, &["loop", "3"], &w.path);
         c.env("LD_PRELOAD", lib())
@@ -81,7 +101,7 @@ fn sigterm_from_outside_while_threads_allocate() {
         std::thread::sleep(Duration::from_millis(200 + 100 * round));
         let start = Instant::now();
         let k = Command::new("kill")
-            .args(["-TERM", &child.id().to_string()])
+            .args([&format!("-{name}"), &child.id().to_string()])
             .status()
             .expect("kill");
         assert!(k.success());
@@ -91,7 +111,7 @@ fn sigterm_from_outside_while_threads_allocate() {
             }
             if start.elapsed() > Duration::from_secs(60) {
                 let _ = child.kill();
-                panic!("round {round}: still alive 60 s after SIGTERM (deadlock?)");
+                panic!("round {round}: still alive 60 s after SIG{name} (deadlock?)");
             }
             std::thread::sleep(Duration::from_millis(5));
         };
@@ -101,12 +121,12 @@ fn sigterm_from_outside_while_threads_allocate() {
         use std::os::unix::process::ExitStatusExt;
         assert_eq!(
             status.signal(),
-            Some(15),
+            Some(sig),
             "round {round}: {status:?}\n{err}"
         );
         assert_only_closing_line(&err, &h5, &format!("round {round}"));
         let r = report_json(&h5);
-        assert_eq!(r["reason"], "sigterm");
+        assert_eq!(r["reason"], reason);
         let m = total_count(&r, "malloc");
         let f = total_count(&r, "free");
         assert!(m > 1000, "round {round}: {}", alloc_totals(&r));
@@ -116,7 +136,7 @@ fn sigterm_from_outside_while_threads_allocate() {
         figure(
             t,
             format!(
-                "round {round}: died by SIGTERM {:.0} ms after the signal; recovered {m} mallocs, {f} frees, {live} live blocks",
+                "round {round}: died by SIG{name} {:.0} ms after the signal; recovered {m} mallocs, {f} frees, {live} live blocks",
                 took.as_secs_f64() * 1e3
             ),
         );
@@ -141,16 +161,20 @@ fn own_sigterm_handler_wins() {
     assert_eq!(u64_of(&c["count"]), 500);
 }
 
+/// An ignored signal stays ignored (`nohup`'s SIGHUP, a background job's
+/// SIGINT): the program goes on and exits normally.
 #[test]
 fn ignored_sigterm_stays_ignored() {
     let w = WorkDir::new("rel-sigterm-ignore");
     let exe = compile("rel_sigterm.c", &w.path, Opt::Debug, &["-pthread"]);
-    let h5 = w.join("ign.h5");
-    let out = run_traced(&exe, &["ignore", "100"], &w.path, &h5, &[]);
-    assert_eq!(out.code, 0, "{}", out.describe());
-    assert_eq!(out.stdout, "still alive\n");
-    assert_clean_stderr(&out, &h5);
-    assert_eq!(report_json(&h5)["reason"], "exit");
+    for (name, _, _) in TERMINATIONS {
+        let h5 = w.join(format!("ign-{name}.h5"));
+        let out = run_traced(&exe, &["ignore", "100", name], &w.path, &h5, &[]);
+        assert_eq!(out.code, 0, "{name}: {}", out.describe());
+        assert_eq!(out.stdout, "still alive\n");
+        assert_clean_stderr(&out, &h5);
+        assert_eq!(report_json(&h5)["reason"], "exit");
+    }
 }
 
 fn mpicc(src: &str, dir: &Path) -> std::path::PathBuf {
