@@ -8,6 +8,7 @@ mod diff;
 mod export;
 mod flame;
 mod font;
+mod forward;
 mod h5child;
 mod h5layout;
 mod h5reply;

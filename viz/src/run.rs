@@ -85,7 +85,7 @@ pub fn run(args: &RunArgs) -> Result<i32> {
             .map(PathBuf::from)
     });
     let before = report.as_deref().map(ReportFiles::of);
-    let status = match cmd.status() {
+    let status = match crate::forward::status(&mut cmd) {
         Ok(s) => s,
         // As `env`, `nice` and `timeout` do: 127 for a command not found,
         // 126 for one found but not executable.
@@ -105,6 +105,9 @@ pub fn run(args: &RunArgs) -> Result<i32> {
         .map(|(r, b)| ReportFiles::of(r).written_since(b));
     if let Some(line) = no_report_line(program, report.as_deref(), written, status.signal()) {
         eprintln!("{line}");
+    }
+    if let Some(sig) = status.signal() {
+        crate::forward::die_of(sig);
     }
     Ok(match (status.code(), status.signal()) {
         (Some(c), _) => c,
