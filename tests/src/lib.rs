@@ -177,12 +177,7 @@ pub const TIMEOUT: Duration = Duration::from_secs(120);
 pub fn run_cmd(cmd: &mut Command, timeout: Duration) -> Output {
     use std::os::unix::process::ExitStatusExt;
     let start = Instant::now();
-    let mut child = cmd
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap_or_else(|e| panic!("cannot start {cmd:?}: {e}"));
+    let mut child = spawn_piped(cmd);
     // Drain both pipes on threads so a chatty child never blocks.
     let mut so = child.stdout.take().unwrap();
     let mut se = child.stderr.take().unwrap();
@@ -196,16 +191,10 @@ pub fn run_cmd(cmd: &mut Command, timeout: Duration) -> Output {
         let _ = se.read_to_end(&mut v);
         v
     });
-    let status = loop {
-        if let Some(s) = child.try_wait().expect("wait") {
-            break s;
-        }
-        if start.elapsed() > timeout {
-            let _ = child.kill();
-            let _ = child.wait();
-            panic!("{cmd:?} did not finish within {timeout:?} (deadlock?): killed");
-        }
-        std::thread::sleep(Duration::from_millis(5));
+    let Some(status) = wait_within(&mut child, timeout) else {
+        let _ = child.kill();
+        let _ = child.wait();
+        panic!("{cmd:?} did not finish within {timeout:?} (deadlock?): killed");
     };
     let elapsed = start.elapsed();
     let stdout = String::from_utf8_lossy(&to.join().unwrap()).into_owned();
@@ -218,6 +207,44 @@ pub fn run_cmd(cmd: &mut Command, timeout: Duration) -> Output {
         stdout,
         stderr,
         elapsed,
+    }
+}
+
+/// Start `cmd` with stdout and stderr piped and wait for its first line of
+/// output, which must be `first` (the program is then under way).
+pub fn spawn_until_line(cmd: &mut Command, first: &str) -> std::process::Child {
+    use std::io::BufRead;
+    let mut child = spawn_piped(cmd);
+    let mut stdout = std::io::BufReader::new(child.stdout.take().unwrap());
+    let mut line = String::new();
+    stdout.read_line(&mut line).expect("first line");
+    assert_eq!(line, first, "{cmd:?}");
+    child
+}
+
+/// Start `cmd` with no stdin and stdout and stderr piped.
+fn spawn_piped(cmd: &mut Command) -> std::process::Child {
+    cmd.stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("cannot start {cmd:?}: {e}"))
+}
+
+/// Wait for `child` at most `limit`: its status, or `None` (still running).
+pub fn wait_within(
+    child: &mut std::process::Child,
+    limit: Duration,
+) -> Option<std::process::ExitStatus> {
+    let start = Instant::now();
+    loop {
+        if let Some(s) = child.try_wait().expect("wait") {
+            return Some(s);
+        }
+        if start.elapsed() > limit {
+            return None;
+        }
+        std::thread::sleep(Duration::from_millis(5));
     }
 }
 

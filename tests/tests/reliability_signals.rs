@@ -22,9 +22,8 @@
 
 mod rel_common;
 
-use std::io::{BufRead, BufReader};
 use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::time::{Duration, Instant};
 
 use rel_common::*;
@@ -88,16 +87,8 @@ fn sigterm_from_outside_while_threads_allocate() {
         let (name, sig, reason) = TERMINATIONS[round as usize % 3];
         let h5 = w.join(format!("kill{round}.h5"));
         let mut c = command(&exe, &["loop", "3"], &w.path);
-        c.env("LD_PRELOAD", lib())
-            .env("WMHCCT_OUT", &h5)
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped());
-        let mut child = c.spawn().expect("spawn");
-        let mut stdout = BufReader::new(child.stdout.take().unwrap());
-        let mut line = String::new();
-        stdout.read_line(&mut line).expect("first line");
-        assert_eq!(line, "looping\n");
+        c.env("LD_PRELOAD", lib()).env("WMHCCT_OUT", &h5);
+        let mut child = spawn_until_line(&mut c, "looping\n");
         std::thread::sleep(Duration::from_millis(200 + 100 * round));
         let start = Instant::now();
         let k = Command::new("kill")
@@ -105,15 +96,9 @@ fn sigterm_from_outside_while_threads_allocate() {
             .status()
             .expect("kill");
         assert!(k.success());
-        let status = loop {
-            if let Some(s) = child.try_wait().expect("wait") {
-                break s;
-            }
-            if start.elapsed() > Duration::from_secs(60) {
-                let _ = child.kill();
-                panic!("round {round}: still alive 60 s after SIG{name} (deadlock?)");
-            }
-            std::thread::sleep(Duration::from_millis(5));
+        let Some(status) = wait_within(&mut child, Duration::from_secs(60)) else {
+            let _ = child.kill();
+            panic!("round {round}: still alive 60 s after SIG{name} (deadlock?)");
         };
         let took = start.elapsed();
         let mut err = String::new();

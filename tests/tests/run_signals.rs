@@ -3,10 +3,9 @@
 //! `wmhcct run` killed it and left the command running on its own, and a
 //! command killed by a signal made it exit with a plain status 128 + N.
 
-use std::io::{BufRead, BufReader};
 use std::os::unix::process::ExitStatusExt;
-use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::process::Command;
+use std::time::Duration;
 
 use wmhcct_e2e::*;
 
@@ -28,37 +27,20 @@ fn a_signal_to_wmhcct_run_goes_to_the_command() {
     for (name, sig, reason) in [("TERM", 15, "sigterm"), ("INT", 2, "sigint")] {
         let h5 = w.join(format!("fwd-{name}.h5"));
         let mut c = command(bin(), &["run", "--out"], &w.path);
-        c.arg(&h5)
-            .arg("--")
-            .arg(&exe)
-            .args(["loop", "1"])
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped());
-        let mut run = c.spawn().expect("wmhcct run");
-        let mut stdout = BufReader::new(run.stdout.take().unwrap());
-        let mut line = String::new();
-        stdout.read_line(&mut line).expect("first line");
-        assert_eq!(line, "looping\n");
+        c.arg(&h5).arg("--").arg(&exe).args(["loop", "1"]);
+        let mut run = spawn_until_line(&mut c, "looping\n");
         let program = child_of(run.id());
         let k = Command::new("kill")
             .args([&format!("-{name}"), &run.id().to_string()])
             .status()
             .expect("kill");
         assert!(k.success());
-        let start = Instant::now();
-        let status = loop {
-            if let Some(s) = run.try_wait().expect("wait") {
-                break s;
-            }
-            if start.elapsed() > Duration::from_secs(60) {
-                let _ = run.kill();
-                let _ = Command::new("kill")
-                    .args(["-KILL", &program.to_string()])
-                    .status();
-                panic!("SIG{name}: wmhcct run still there after 60 s");
-            }
-            std::thread::sleep(Duration::from_millis(5));
+        let Some(status) = wait_within(&mut run, Duration::from_secs(60)) else {
+            let _ = run.kill();
+            let _ = Command::new("kill")
+                .args(["-KILL", &program.to_string()])
+                .status();
+            panic!("SIG{name}: wmhcct run still there after 60 s");
         };
         let mut err = String::new();
         let _ = std::io::Read::read_to_string(&mut run.stderr.take().unwrap(), &mut err);
