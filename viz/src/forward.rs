@@ -27,8 +27,17 @@ const FORWARDED: [i32; 6] = [SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2]
 /// Start `cmd` and wait for it, passing signals on meanwhile.
 pub fn status(cmd: &mut Command) -> std::io::Result<ExitStatus> {
     // Caught here before the start, so none is missed; the command starts
-    // with its default dispositions (exec resets caught signals).
-    let Ok(mut signals) = SignalsInfo::<WithOrigin>::new(FORWARDED) else {
+    // with its default dispositions (exec resets caught signals). A signal
+    // ignored here (`nohup`'s SIGHUP, a background job's SIGINT) is left
+    // ignored, so the command inherits that as it would without us.
+    let ignored = std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| ignored_mask(&s))
+        .unwrap_or(u64::MAX);
+    let caught = FORWARDED
+        .into_iter()
+        .filter(|&sig| ignored & (1u64 << (sig - 1)) == 0);
+    let Ok(mut signals) = SignalsInfo::<WithOrigin>::new(caught) else {
         return cmd.status();
     };
     let mut child = match cmd.spawn() {
@@ -83,10 +92,35 @@ fn wait_forwarding(
     child.wait()
 }
 
+/// The ignored signals (bit `n - 1` for signal `n`) on the `SigIgn:` line
+/// of `/proc/self/status`.
+fn ignored_mask(status: &str) -> Option<u64> {
+    let hex = status.lines().find_map(|l| l.strip_prefix("SigIgn:"))?;
+    u64::from_str_radix(hex.trim(), 16).ok()
+}
+
 /// End this process by `sig`, as the command ended, without a core dump of
 /// its own.
 pub fn die_of(sig: i32) {
     use nix::sys::resource::{setrlimit, Resource};
     let _ = setrlimit(Resource::RLIMIT_CORE, 0, 0);
     let _ = signal_hook::low_level::emulate_default_handler(sig);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ignored_signals_from_proc() {
+        let status = "Name:\tsh\nSigBlk:\t0000000000000000\nSigIgn:\t0000000000000005\n";
+        let m = ignored_mask(status).unwrap();
+        assert_eq!(m, 5);
+        assert!(m & (1 << (SIGHUP - 1)) != 0 && m & (1 << (SIGQUIT - 1)) != 0);
+        assert!(m & (1 << (SIGINT - 1)) == 0);
+        assert_eq!(ignored_mask("Name:\tx\n"), None);
+        // This process: read as it is.
+        let me = std::fs::read_to_string("/proc/self/status").unwrap();
+        assert!(ignored_mask(&me).is_some());
+    }
 }
