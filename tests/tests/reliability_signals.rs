@@ -38,15 +38,28 @@ const TERMINATIONS: [(&str, i32, &str); 3] = [
     ("HUP", 1, "sighup"),
 ];
 
+/// `env` arguments that run `exe args` with the three signals at their
+/// default disposition, whatever the test run inherited (a background
+/// job's SIGINT is ignored, and an ignored signal is left alone).
+fn with_defaults(exe: &Path, args: &[&str]) -> Vec<String> {
+    let mut v = vec![
+        "--default-signal=TERM,INT,HUP".to_string(),
+        exe.display().to_string(),
+    ];
+    v.extend(args.iter().map(|a| a.to_string()));
+    v
+}
+
 #[test]
 fn sigterm_raised_writes_the_report_and_still_dies_by_sigterm() {
     let w = WorkDir::new("rel-sigterm-raise");
     let exe = compile("rel_sigterm.c", &w.path, Opt::Debug, &["-pthread"]);
     for (name, sig, reason) in TERMINATIONS {
-        let native = run_plain(&exe, &["raise", "1000", name], &w.path);
+        let args = with_defaults(&exe, &["raise", "1000", name]);
+        let native = run_plain("env", &args, &w.path);
         assert_eq!(native.code, 128 + sig, "{name}: {}", native.describe());
         let h5 = w.join(format!("term-{name}.h5"));
-        let out = run_traced(&exe, &["raise", "1000", name], &w.path, &h5, &[]);
+        let out = run_traced("env", &args, &w.path, &h5, &[]);
         assert_eq!(
             out.code,
             128 + sig,
@@ -86,7 +99,7 @@ fn sigterm_from_outside_while_threads_allocate() {
     for round in 0..6u64 {
         let (name, sig, reason) = TERMINATIONS[round as usize % 3];
         let h5 = w.join(format!("kill{round}.h5"));
-        let mut c = command(&exe, &["loop", "3"], &w.path);
+        let mut c = command("env", &with_defaults(&exe, &["loop", "3"]), &w.path);
         c.env("LD_PRELOAD", lib()).env("WMHCCT_OUT", &h5);
         let mut child = spawn_until_line(&mut c, "looping\n");
         std::thread::sleep(Duration::from_millis(200 + 100 * round));
