@@ -14,9 +14,11 @@
 //! count that disagrees with the decoded profile, with a typed error.
 
 pub mod mpi_abi;
+mod paths;
 mod profile;
 mod series;
 
+pub use paths::*;
 pub use profile::*;
 pub use series::*;
 

@@ -192,11 +192,7 @@ pub fn spill_dir(t: &Tracer, report: &Path) -> PathBuf {
     match &t.config.spill_dir {
         Some(d) if d.is_absolute() => d.clone(),
         Some(d) => t.cwd.join(d),
-        None => {
-            let mut s = report.as_os_str().to_owned();
-            s.push(".spill");
-            PathBuf::from(s)
-        }
+        None => wmhcct_format::spill_dir_beside(report),
     }
 }
 

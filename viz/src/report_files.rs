@@ -13,8 +13,10 @@ use std::path::{Path, PathBuf};
 pub struct ReportFiles(BTreeMap<PathBuf, (u64, u64, i64, i64, u64)>);
 
 impl ReportFiles {
-    /// The files of report path `report` as they are now.
-    pub fn of(report: &Path) -> ReportFiles {
+    /// The files of report path `report` as they are now, with those of
+    /// the spill directory `spill` (`WMHCCT_SPILL_DIR`; default beside
+    /// the report).
+    pub fn of(report: &Path, spill: Option<&Path>) -> ReportFiles {
         let mut seen = BTreeMap::new();
         let (Some(name), Some(stem)) = (report.file_name(), report.file_stem()) else {
             return ReportFiles(seen);
@@ -25,9 +27,11 @@ impl ReportFiles {
             Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
             _ => PathBuf::from("."),
         };
-        let mut spill = report.as_os_str().to_owned();
-        spill.push(".spill");
-        for (d, all) in [(dir, false), (PathBuf::from(spill), true)] {
+        let spill = spill.map_or_else(
+            || wmhcct_format::spill_dir_beside(report),
+            Path::to_path_buf,
+        );
+        for (d, all) in [(dir, false), (spill, true)] {
             let Ok(entries) = std::fs::read_dir(&d) else {
                 continue;
             };
@@ -62,25 +66,25 @@ mod tests {
         let at = |n: &str| d.path().join(n);
         std::fs::write(at("job.h5"), b"old").unwrap();
         std::fs::write(at("other.h5"), b"x").unwrap();
-        let before = ReportFiles::of(&report);
-        assert!(!ReportFiles::of(&report).written_since(&before));
+        let before = ReportFiles::of(&report, None);
+        assert!(!ReportFiles::of(&report, None).written_since(&before));
 
         // Unrelated files do not count.
         std::fs::write(at("other.h5"), b"changed").unwrap();
         std::fs::write(at("jobless.h5"), b"x").unwrap();
-        assert!(!ReportFiles::of(&report).written_since(&before));
+        assert!(!ReportFiles::of(&report, None).written_since(&before));
 
         // The report replaced by a rename, as the tracer writes it.
         std::fs::write(at("tmp"), b"new").unwrap();
         std::fs::rename(at("tmp"), at("job.h5")).unwrap();
-        assert!(ReportFiles::of(&report).written_since(&before));
+        assert!(ReportFiles::of(&report, None).written_since(&before));
 
         for name in ["job.h5.wmprof", "job-1234.h5", "job-spawn-99.h5"] {
             let d2 = tempfile::tempdir().unwrap();
             let r2 = d2.path().join("job.h5");
-            let before = ReportFiles::of(&r2);
+            let before = ReportFiles::of(&r2, None);
             std::fs::write(d2.path().join(name), b"x").unwrap();
-            assert!(ReportFiles::of(&r2).written_since(&before), "{name}");
+            assert!(ReportFiles::of(&r2, None).written_since(&before), "{name}");
         }
     }
 
@@ -91,16 +95,27 @@ mod tests {
         let spill = d.path().join("farm.h5.spill");
         std::fs::create_dir(&spill).unwrap();
         std::fs::write(spill.join("rank-0.wmprof"), b"a").unwrap();
-        let before = ReportFiles::of(&report);
+        let before = ReportFiles::of(&report, None);
         std::fs::write(spill.join("tmp"), b"b").unwrap();
         std::fs::rename(spill.join("tmp"), spill.join("rank-0.wmprof")).unwrap();
-        assert!(ReportFiles::of(&report).written_since(&before));
+        assert!(ReportFiles::of(&report, None).written_since(&before));
+
+        // A spill directory of its own (WMHCCT_SPILL_DIR).
+        let own = d.path().join("spills");
+        std::fs::create_dir(&own).unwrap();
+        let (before, beside) = (
+            ReportFiles::of(&report, Some(&own)),
+            ReportFiles::of(&report, None),
+        );
+        std::fs::write(own.join("rank-1.wmprof"), b"c").unwrap();
+        assert!(ReportFiles::of(&report, Some(&own)).written_since(&before));
+        assert!(!ReportFiles::of(&report, None).written_since(&beside));
     }
 
     #[test]
     fn a_relative_report_path_is_read_in_the_working_directory() {
         // Only that it lists the directory: "x.h5" has no parent part.
-        let none = ReportFiles::of(Path::new("wmhcct-no-such-report-here.h5"));
+        let none = ReportFiles::of(Path::new("wmhcct-no-such-report-here.h5"), None);
         assert!(!none.written_since(&ReportFiles::default()));
     }
 }

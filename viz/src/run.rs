@@ -84,7 +84,11 @@ pub fn run(args: &RunArgs) -> Result<i32> {
             .filter(|v| !v.is_empty())
             .map(PathBuf::from)
     });
-    let before = report.as_deref().map(ReportFiles::of);
+    let spill = std::env::var_os("WMHCCT_SPILL_DIR")
+        .filter(|v| !v.is_empty())
+        .map(PathBuf::from);
+    let files = |r: &std::path::Path| ReportFiles::of(r, spill.as_deref());
+    let before = report.as_deref().map(files);
     let status = match crate::forward::status(&mut cmd) {
         Ok(s) => s,
         // As `env`, `nice` and `timeout` do: 127 for a command not found,
@@ -99,11 +103,11 @@ pub fn run(args: &RunArgs) -> Result<i32> {
             });
         }
     };
-    let written = report
+    let outcome = report
         .as_deref()
         .zip(before.as_ref())
-        .map(|(r, b)| ReportFiles::of(r).written_since(b));
-    if let Some(line) = no_report_line(program, report.as_deref(), written, status.signal()) {
+        .map(|(r, b)| (r, files(r).written_since(b)));
+    if let Some(line) = no_report_line(program, outcome, status.signal()) {
         eprintln!("{line}");
     }
     if let Some(sig) = status.signal() {
@@ -121,18 +125,18 @@ pub fn run(args: &RunArgs) -> Result<i32> {
 /// was written there, with the reason where one is known; without one (the
 /// report would be `wmhcct-<pid>.h5` of whichever process was traced), only
 /// when the executable itself cannot load the tracer.
+/// `outcome`: the report path and whether anything was written there.
 fn no_report_line(
     program: &std::ffi::OsStr,
-    report: Option<&std::path::Path>,
-    written: Option<bool>,
+    outcome: Option<(&std::path::Path, bool)>,
     signal: Option<i32>,
 ) -> Option<String> {
     let name = PathBuf::from(program).display().to_string();
-    let why = why_untraced(program).map(|w| format!("{name} {w}"));
-    match (report, written) {
-        (Some(_), Some(true)) => None,
-        (Some(r), _) => {
-            let why = why.or_else(|| match signal {
+    let why = || why_untraced(program).map(|w| format!("{name} {w}"));
+    match outcome {
+        Some((_, true)) => None,
+        Some((r, false)) => {
+            let why = why().or_else(|| match signal {
                 Some(libc::SIGKILL) => Some(format!(
                     "{name} was killed by SIGKILL, which leaves a process no time to write one"
                 )),
@@ -144,6 +148,6 @@ fn no_report_line(
                 None => format!("wmhcct: no report was written to {}", r.display()),
             })
         }
-        (None, _) => why.map(|w| format!("wmhcct: no report: {w}")),
+        None => why().map(|w| format!("wmhcct: no report: {w}")),
     }
 }
