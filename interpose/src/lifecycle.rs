@@ -111,6 +111,18 @@ pub fn after_init() {
 /// before us in LD_PRELOAD, brings its own allocator), the allocations made
 /// through it were never seen: say so, once, at exit.
 fn foreign_allocator_notice() {
+    if malloc_is_foreign() {
+        crate::diag::message(&[
+            "malloc in this process is not libwmhcct.so's (the program, or a library \
+             loaded before it, brings its own allocator): allocations through it are not traced",
+        ]);
+    }
+}
+
+/// Whether the `malloc` that calls in this process reach is defined by
+/// another object than this library (the program's own allocator, or one
+/// preloaded before us).
+fn malloc_is_foreign() -> bool {
     // (The address of our own exported `malloc` would come from the GOT,
     // which holds the winning definition: compare the defining objects. A
     // non-PIE executable that only calls malloc makes dlsym return its PLT
@@ -160,12 +172,7 @@ fn foreign_allocator_notice() {
     let found = unsafe { libc::dlsym(libc::RTLD_DEFAULT, c"malloc".as_ptr()) } as usize;
     let ours = object_of(foreign_allocator_notice as fn() as usize);
     let theirs = defining_object(found, c"malloc");
-    if found != 0 && ours != 0 && theirs != 0 && theirs != ours {
-        crate::diag::message(&[
-            "malloc in this process is not libwmhcct.so's (the program, or a library \
-             loaded before it, brings its own allocator): allocations through it are not traced",
-        ]);
-    }
+    found != 0 && ours != 0 && theirs != 0 && theirs != ours
 }
 
 extern "C" fn at_exit() {
@@ -183,6 +190,32 @@ extern "C" fn at_exit() {
 #[used]
 #[link_section = ".fini_array"]
 static FINI: extern "C" fn() = at_exit;
+
+/// Start the tracer when the loader initialises the library, unless an
+/// allocation has started it already (other objects' constructors often
+/// allocate first, which is why every hook starts it lazily too). A
+/// program that never allocates, or allocates only after a long
+/// computation, still gets its report, with its true duration. Not where
+/// `malloc` is another object's: the tracer sees none of those calls, and
+/// starting it would call that allocator (libc's own allocations during
+/// start-up reach it), which the program never asked for. Nor under
+/// valgrind, whose memcheck, massif, helgrind and drd replace every
+/// `malloc`, ours included, at the instruction level: no hook runs there,
+/// and a report of no events would be wrong; under its other tools the
+/// hooks start the tracer.
+extern "C" fn start_at_load() {
+    if crate::valgrind::running() || malloc_is_foreign() {
+        return;
+    }
+    if let Some(g) = Guard::acquire() {
+        let _ = tracer::get(&g);
+    }
+}
+
+#[cfg(not(test))]
+#[used]
+#[link_section = ".init_array"]
+static START: extern "C" fn() = start_at_load;
 
 /// `_exit`/`_Exit`: the process ends without exit()'s handlers, so the
 /// report is taken here first, then the next `_exit` ends it. As for a

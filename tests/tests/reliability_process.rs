@@ -220,6 +220,50 @@ fn program_that_takes_over_fd_2() {
     assert_only_closing_line(&out.stderr, &h5, "keep");
 }
 
+/// A program that never calls the allocator still gets its report: the
+/// tracer starts when it is loaded, not only at the first allocation, so
+/// the report has zero events and the process's whole duration, and
+/// `wmhcct run` names it instead of saying none was written. (Such a
+/// program used to end without a report.)
+#[test]
+fn program_that_never_allocates() {
+    let w = WorkDir::new("rel-no-alloc");
+    let exe = compile("no_alloc.c", &w.path, Opt::Release, &[]);
+    let native = run_plain(&exe, &["300"], &w.path);
+    assert_eq!(native.code, 3, "{}", native.describe());
+    assert_eq!(native.stdout, "no allocation\n");
+    let check = |h5: &Path, out: &Output, what: &str| {
+        assert_eq!(out.code, 3, "{what}: {}", out.describe());
+        assert_eq!(out.stdout, native.stdout, "{what}");
+        assert_only_closing_line(&out.stderr, h5, what);
+        let r = report_json(h5);
+        assert_eq!(r["reason"], "exit", "{what}");
+        assert_eq!(r["program"], exe.to_string_lossy().as_ref(), "{what}");
+        for kind in ALLOCATORS {
+            assert_eq!(total_count(&r, kind), 0, "{what}: {}", alloc_totals(&r));
+        }
+        assert!(contexts(&r).is_empty(), "{what}: {}", summary(&r));
+        assert_eq!(u64_of(&r["heap"]["peak_bytes"]), 0, "{what}");
+        let d = r["duration_s"].as_f64().unwrap();
+        assert!(
+            (0.29..60.0).contains(&d),
+            "{what}: duration {d} s: the tracer started at the end, not at load"
+        );
+    };
+    let h5 = w.join("preload.h5");
+    let out = run_traced(&exe, &["300"], &w.path, &h5, &[]);
+    check(&h5, &out, "LD_PRELOAD");
+    let h5 = w.join("run.h5");
+    let exe_s = exe.to_string_lossy().into_owned();
+    let h5_s = h5.to_string_lossy().into_owned();
+    let out = run_plain(
+        bin(),
+        &["run", "--out", &h5_s, "--", &exe_s, "300"],
+        &w.path,
+    );
+    check(&h5, &out, "wmhcct run");
+}
+
 /// A process that ends without exit()'s handlers (`_exit`, `_Exit`,
 /// `quick_exit`, `_exit` from a signal handler while another thread
 /// allocates) still writes its report, with every call it made; its exit
