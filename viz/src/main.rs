@@ -5,6 +5,7 @@ mod contexts;
 mod convert;
 mod demangle;
 mod diff;
+mod elf_symbols;
 mod export;
 mod flame;
 mod font;

@@ -4,7 +4,8 @@
 //! offset is a return address relative to the module's load bias, so `- 1`
 //! lands inside the call instruction) in the module's DWARF via `addr2line`,
 //! falling back to the ELF symbol table (`.symtab`, else `.dynsym`) when the
-//! module has no line information, e.g. a stripped glibc.
+//! module has no line information, e.g. a stripped glibc: the function whose
+//! symbol's extent holds the address (`elf_symbols.rs`), else `??`.
 //!
 //! Inlined calls: the frame entry names the *outermost* function at the
 //! address (the real function that owns the return address), with the source
@@ -22,6 +23,7 @@ use addr2line::Loader;
 use wmhcct_format::{FrameKey, Module, Profile};
 
 use crate::demangle::demangle;
+use crate::elf_symbols::ElfSymbols;
 
 /// What an address resolved to. Unknown parts: function `??`, file empty, line 0.
 #[derive(Clone, Debug, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
@@ -158,6 +160,10 @@ fn build_id_matches(path: &Path, expected: &str) -> bool {
 /// Debug information of one module, if its file could be loaded.
 pub struct ModuleResolver {
     loader: Option<Loader>,
+    /// The file the loader read (the debug file, else the module).
+    file: Option<PathBuf>,
+    /// Its symbol table, read at the first address DWARF does not name.
+    symbols: std::cell::OnceCell<Option<ElfSymbols>>,
 }
 
 impl ModuleResolver {
@@ -169,15 +175,23 @@ impl ModuleResolver {
         let usable = !module.path.is_empty()
             && !module.path.starts_with('[')
             && build_id_matches(Path::new(&module.path), &module.build_id);
-        let loader = if usable {
+        let (loader, file) = if usable {
             let debug = debug_file(&module.build_id).filter(|d| d.is_file());
-            debug
-                .and_then(|d| Loader::new(d).ok())
-                .or_else(|| Loader::new(&module.path).ok())
+            match debug.and_then(|d| Some((Loader::new(&d).ok()?, d))) {
+                Some((l, d)) => (Some(l), Some(d)),
+                None => match Loader::new(&module.path) {
+                    Ok(l) => (Some(l), Some(PathBuf::from(&module.path))),
+                    Err(_) => (None, None),
+                },
+            }
         } else {
-            None
+            (None, None)
         };
-        ModuleResolver { loader }
+        ModuleResolver {
+            loader,
+            file,
+            symbols: std::cell::OnceCell::new(),
+        }
     }
 
     /// Resolve a return address given relative to the module's bias.
@@ -209,8 +223,11 @@ impl ModuleResolver {
         }
         let mut frame = found.unwrap_or_else(Frame::unknown);
         if frame.function == "??" {
-            if let Some(sym) = loader.find_symbol(probe) {
-                frame.function = demangle(sym);
+            let symbols = self
+                .symbols
+                .get_or_init(|| self.file.as_deref().and_then(ElfSymbols::read));
+            if let Some(name) = symbols.as_ref().and_then(|t| t.name_at(probe)) {
+                frame.function = demangle(name);
             }
         }
         if frame.file.is_empty() {

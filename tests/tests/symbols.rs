@@ -1,0 +1,124 @@
+//! Function names in the report for a stripped shared library (only
+//! `.dynsym` left, no debug file): an address is named by the function
+//! whose symbol's extent holds it, and a static function, which has no
+//! symbol left, stays `??` with its module instead of taking the name of
+//! the exported function before it. (Before, the nearest symbol below any
+//! address named it: every frame of Python's stripped `_json` encoder was
+//! `PyInit__json`.)
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use wmhcct_e2e::*;
+
+fn run_ok(cmd: &mut Command) -> String {
+    let out = cmd.output().unwrap_or_else(|e| panic!("{cmd:?}: {e}"));
+    assert!(
+        out.status.success(),
+        "{cmd:?} failed:\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// The library (stripped or not) and the program linked against it, in
+/// `dir`.
+fn build(dir: &Path, stripped: bool) -> PathBuf {
+    std::fs::create_dir_all(dir).unwrap();
+    let programs = root().join("tests/programs");
+    let lib = dir.join("libstripped.so");
+    run_ok(
+        Command::new("cc")
+            .args(["-O2", "-g", "-fPIC", "-shared", "-fno-omit-frame-pointer"])
+            // Functions in the text in the order of the source.
+            .arg("-fno-toplevel-reorder")
+            .arg("-o")
+            .arg(&lib)
+            .arg(programs.join("stripped_lib.c")),
+    );
+    if stripped {
+        run_ok(Command::new("strip").arg("--strip-all").arg(&lib));
+    }
+    let exe = dir.join("stripped_main");
+    run_ok(
+        Command::new("cc")
+            .args(["-O2", "-g", "-fno-omit-frame-pointer"])
+            .arg("-o")
+            .arg(&exe)
+            .arg(programs.join("stripped_main.c"))
+            .arg(format!("-L{}", dir.display()))
+            .arg(format!("-Wl,-rpath,{}", dir.display()))
+            .arg("-lstripped"),
+    );
+    exe
+}
+
+/// The malloc context of the library, innermost frame first, as
+/// (function, module) pairs.
+fn library_stack(dir: &Path, exe: &Path) -> Vec<(String, String)> {
+    let native = run_plain(exe, &[] as &[&str], dir);
+    assert_eq!(native.code, 0, "{}", native.describe());
+    let h5 = dir.join("r.h5");
+    let out = run_traced(exe, &[] as &[&str], dir, &h5, &[]);
+    assert_eq!(out.code, 0, "{}", out.describe());
+    assert_eq!(out.stdout, native.stdout);
+    let r = report_json(&h5);
+    let found: Vec<&serde_json::Value> = contexts(&r)
+        .iter()
+        .filter(|c| c["kind"] == "malloc" && u64_of(&c["bytes"]) == 25 * 4242)
+        .collect();
+    assert_eq!(found.len(), 1, "the library's context: {}", summary(&r));
+    found[0]["stack"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| {
+            (
+                f["function"].as_str().unwrap_or("").to_string(),
+                f["module"].as_str().unwrap_or("").to_string(),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn stripped_library_frames_are_not_misnamed() {
+    let w = WorkDir::new("symbols-stripped");
+    // With its symbols and debug information: the stack as written.
+    let full = w.join("full");
+    let exe = build(&full, false);
+    // The layout the test relies on: the static helper lies after the
+    // exported function, with no other symbol in .dynsym between them.
+    let nm = run_ok(Command::new("nm").arg(full.join("libstripped.so")));
+    let addr = |name: &str| {
+        nm.lines()
+            .find(|l| l.ends_with(&format!(" {name}")))
+            .and_then(|l| u64::from_str_radix(l.split(' ').next().unwrap(), 16).ok())
+            .unwrap_or_else(|| panic!("{name} not in nm's output:\n{nm}"))
+    };
+    assert!(
+        addr("stripped_hidden_worker") > addr("stripped_api"),
+        "the helper must follow the exported function:\n{nm}"
+    );
+    let stack = library_stack(&full, &exe);
+    let names: Vec<&str> = stack.iter().map(|(f, _)| f.as_str()).collect();
+    assert!(is_fn(names[0], "stripped_hidden_worker"), "{stack:?}");
+    assert!(is_fn(names[1], "stripped_api"), "{stack:?}");
+    assert!(is_fn(names[2], "main"), "{stack:?}");
+
+    // Stripped: the exported function keeps its name, the helper has none.
+    let bare = w.join("stripped");
+    let exe = build(&bare, true);
+    let dynsym = run_ok(
+        Command::new("nm")
+            .arg("-D")
+            .arg(bare.join("libstripped.so")),
+    );
+    assert!(!dynsym.contains("stripped_hidden_worker"), "{dynsym}");
+    let stack = library_stack(&bare, &exe);
+    assert_eq!(stack[0].0, "??", "{stack:?}");
+    assert!(stack[0].1.ends_with("libstripped.so"), "{stack:?}");
+    assert_eq!(stack[1].0, "stripped_api", "{stack:?}");
+    assert!(stack[1].1.ends_with("libstripped.so"), "{stack:?}");
+    assert!(is_fn(&stack[2].0, "main"), "{stack:?}");
+}
