@@ -126,6 +126,29 @@ pub fn distinct_labels(contexts: &[(&[StackFrame], &str)], max: usize) -> Vec<St
             }
         })
         .collect();
+    // Still alike: calls on one source line (written there, or made so by
+    // the compiler, one per branch): the labelled frame's return address.
+    let addresses: Vec<Option<u64>> = contexts
+        .iter()
+        .map(|(st, _)| labelled_frame(st).map(|k| st[k].address))
+        .collect();
+    let out: Vec<String> = (0..contexts.len())
+        .map(|i| {
+            let (f, m, line, caller) = &parts[i];
+            let other_site =
+                (0..contexts.len()).any(|j| out[j] == out[i] && addresses[j] != addresses[i]);
+            match (line, addresses[i]) {
+                (Some(l), Some(a)) if other_site && l.starts_with(':') => {
+                    let f = format!("{f}{l}@{a:#x}");
+                    match caller {
+                        Some(c) => join(&format!("{f} ← {c}"), m),
+                        None => join(&f, m),
+                    }
+                }
+                _ => out[i].clone(),
+            }
+        })
+        .collect();
     out.iter().map(|s| ellipsize(s, max)).collect()
 }
 
@@ -272,6 +295,34 @@ mod tests {
                 "init@0x0 (libx.so)",
                 "init@0x1a2b (libx.so)"
             ]
+        );
+        // One line, several call sites (the compiler's copies of a call,
+        // one per branch), the same caller: told apart by address.
+        let site = |a: u64| {
+            [
+                StackFrame {
+                    address: a,
+                    ..at("halo", 25)
+                },
+                at("main", 7),
+            ]
+        };
+        let (h1, h2, h3) = (site(0x1790), site(0x1902), site(0x1790));
+        assert_eq!(
+            distinct_labels(
+                &[(&h1, "MPI_Sendrecv"), (&h2, "MPI_Sendrecv"), (&c, "free")],
+                80
+            ),
+            [
+                "halo:25@0x1790 ← main (app)",
+                "halo:25@0x1902 ← main (app)",
+                "halo:10 (app)"
+            ]
+        );
+        // The same call site twice (other kinds): nothing tells them apart.
+        assert_eq!(
+            distinct_labels(&[(&h1, "malloc"), (&h3, "calloc")], 80),
+            ["halo:25 ← main (app)", "halo:25 ← main (app)"]
         );
         // Nothing to tell apart: left as is.
         assert_eq!(

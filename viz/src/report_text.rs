@@ -1,5 +1,6 @@
 //! `wmhcct report`: a readable text summary and the top contexts.
 
+use std::collections::{HashMap, HashSet};
 use std::fmt::Write as _;
 
 use wmhcct_format::Profile;
@@ -7,6 +8,44 @@ use wmhcct_format::Profile;
 use crate::contexts::{Context, ContextList, StackFrame};
 use crate::h5layout::rank_count;
 use crate::repeats::runs_by;
+
+/// Source lines that stand for several call sites among the report's
+/// contexts: the compiler made several calls of one line (a branch's
+/// paths specialised, a loop peeled), so contexts that differ only there
+/// would print alike. Their frames get the call site's address.
+#[derive(Default)]
+struct AlikeLines(HashSet<(String, String, String, u32)>);
+
+impl AlikeLines {
+    fn of<'a>(contexts: impl IntoIterator<Item = &'a Context>) -> AlikeLines {
+        let mut sites: HashMap<(String, String, String, u32), u64> = HashMap::new();
+        let mut alike = HashSet::new();
+        for f in contexts.into_iter().flat_map(|c| &c.stack) {
+            if f.file.is_empty() {
+                continue; // printed by address already
+            }
+            let key = Self::key(f);
+            match sites.get(&key) {
+                Some(&a) if a != f.address => {
+                    alike.insert(key);
+                }
+                Some(_) => {}
+                None => {
+                    sites.insert(key, f.address);
+                }
+            }
+        }
+        AlikeLines(alike)
+    }
+
+    fn key(f: &StackFrame) -> (String, String, String, u32) {
+        (f.module.clone(), f.function.clone(), f.file.clone(), f.line)
+    }
+
+    fn contains(&self, f: &StackFrame) -> bool {
+        !f.file.is_empty() && self.0.contains(&Self::key(f))
+    }
+}
 
 /// `12345678` → `11.8 MiB`.
 pub fn human_bytes(b: u64) -> String {
@@ -119,8 +158,10 @@ pub fn render(p: &Profile, list: &ContextList, top: usize) -> String {
         list.contexts.len()
     );
     let nranks = rank_count(p);
+    let alike = AlikeLines::of(list.contexts.iter().chain(&list.mpi));
+    let mut marked = false;
     for (i, ctx) in list.contexts.iter().take(top).enumerate() {
-        context(&mut s, i + 1, ctx, nranks);
+        marked |= context(&mut s, i + 1, ctx, nranks, &alike);
     }
     if !list.mpi.is_empty() {
         let shown = list.mpi.len().min(top);
@@ -130,8 +171,16 @@ pub fn render(p: &Profile, list: &ContextList, top: usize) -> String {
             list.mpi.len()
         );
         for (i, ctx) in list.mpi.iter().take(top).enumerate() {
-            context(&mut s, i + 1, ctx, nranks);
+            marked |= context(&mut s, i + 1, ctx, nranks, &alike);
         }
+    }
+    if marked {
+        let _ = writeln!(
+            s,
+            "\n`file:line @0x…`: one of several calls on that source line (written \
+             there, or made so by the compiler, e.g. one per branch); the return \
+             address in the module tells them apart"
+        );
     }
     if p.ranks.len() > 1 {
         ranks_table(&mut s, p, top);
@@ -198,7 +247,8 @@ fn ranks_table(s: &mut String, p: &Profile, top: usize) {
     }
 }
 
-fn context(s: &mut String, rank: usize, c: &Context, nranks: u32) {
+/// One context; true if a frame was marked with its call site.
+fn context(s: &mut String, rank: usize, c: &Context, nranks: u32, alike: &AlikeLines) -> bool {
     let err = |e: u64| {
         if e == 0 {
             String::new()
@@ -231,9 +281,13 @@ fn context(s: &mut String, rank: usize, c: &Context, nranks: u32) {
     if c.stack.is_empty() {
         let _ = writeln!(s, "    (no frames)");
     }
+    let mut marked = false;
     for (f, n) in runs(&c.stack) {
         let loc = if f.file.is_empty() {
             format!("{:#x}", f.address)
+        } else if alike.contains(f) {
+            marked = true;
+            format!("{}:{} @{:#x}", f.file, f.line, f.address)
         } else {
             format!("{}:{}", f.file, f.line)
         };
@@ -245,6 +299,7 @@ fn context(s: &mut String, rank: usize, c: &Context, nranks: u32) {
         };
         let _ = writeln!(s, "    {} ({loc}) [{module}]{times}", f.function);
     }
+    marked
 }
 
 /// A stack's frames with each run of identical consecutive frames (same
@@ -257,8 +312,8 @@ fn runs(stack: &[StackFrame]) -> Vec<(&StackFrame, usize)> {
 
 #[cfg(test)]
 mod tests {
-    use super::{human_bytes, runs};
-    use crate::contexts::StackFrame;
+    use super::{context, human_bytes, runs, AlikeLines};
+    use crate::contexts::{Context, StackFrame};
 
     fn frame(function: &str, line: u32, module: &str, address: u64) -> StackFrame {
         StackFrame {
@@ -308,6 +363,64 @@ mod tests {
             stack.len()
         );
         assert!(runs(&[]).is_empty());
+    }
+
+    fn ctx(stack: Vec<StackFrame>) -> Context {
+        Context {
+            kind: "MPI_Sendrecv".into(),
+            count: 400,
+            count_err: 0,
+            bytes: 8192,
+            bytes_err: 0,
+            leaked_bytes: 0,
+            peak_live_bytes: 0,
+            spread: Default::default(),
+            stack,
+        }
+    }
+
+    /// Two contexts that differ only in which of a line's call sites was
+    /// taken print that frame with its address; the frames they share,
+    /// and lines with one call site, print as usual.
+    #[test]
+    fn calls_on_one_line_are_told_apart() {
+        let main = frame("main", 76, "app", 0x3030);
+        let a = ctx(vec![
+            frame("exchange_halos", 25, "app", 0x1790),
+            main.clone(),
+        ]);
+        let b = ctx(vec![
+            frame("exchange_halos", 25, "app", 0x1902),
+            main.clone(),
+        ]);
+        let c = ctx(vec![
+            frame("exchange_halos", 30, "app", 0x18ff),
+            main.clone(),
+        ]);
+        // The same line in another module is another function's.
+        let d = ctx(vec![frame("exchange_halos", 30, "libx.so", 0x20), main]);
+        let alike = AlikeLines::of([&a, &b, &c, &d]);
+        let text = |x: &Context| {
+            let mut s = String::new();
+            let marked = context(&mut s, 1, x, 1, &alike);
+            (s, marked)
+        };
+        let (sa, ma) = text(&a);
+        assert!(
+            ma && sa.contains("exchange_halos (solver.c:25 @0x1790) [app]"),
+            "{sa}"
+        );
+        assert!(sa.contains("main (solver.c:76) [app]"), "{sa}");
+        let (sb, _) = text(&b);
+        assert!(sb.contains("(solver.c:25 @0x1902)"), "{sb}");
+        for x in [&c, &d] {
+            let (sx, mx) = text(x);
+            assert!(!mx && !sx.contains('@'), "{sx}");
+        }
+        // Alone, a context has nothing to be told apart from.
+        let alone = AlikeLines::of([&a]);
+        let mut s = String::new();
+        assert!(!context(&mut s, 1, &a, 1, &alone));
     }
 
     #[test]
