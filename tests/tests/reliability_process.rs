@@ -249,6 +249,13 @@ fn program_that_never_allocates() {
             (0.29..60.0).contains(&d),
             "{what}: duration {d} s: the tracer started at the end, not at load"
         );
+        let text = run_plain(bin(), &["report", &h5.to_string_lossy()], &w.path);
+        assert_eq!(text.code, 0, "{what}: {}", text.describe());
+        assert!(
+            text.stdout.contains(", no thread made an event)"),
+            "{what}: {}",
+            text.stdout
+        );
     };
     let h5 = w.join("preload.h5");
     let out = run_traced(&exe, &["300"], &w.path, &h5, &[]);

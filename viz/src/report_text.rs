@@ -87,11 +87,13 @@ pub fn render(p: &Profile, list: &ContextList, top: usize) -> String {
     if !m.args.is_empty() {
         let _ = writeln!(s, "args:      {}", m.args.join(" "));
     }
-    let _ = writeln!(
-        s,
-        "host:      {} (pid {}, {} threads)",
-        m.hostname, m.pid, m.threads
-    );
+    // `threads` counts the threads that made an event.
+    let threads = match m.threads {
+        0 => "no thread made an event".to_string(),
+        1 => "1 thread".to_string(),
+        n => format!("{n} threads"),
+    };
+    let _ = writeln!(s, "host:      {} (pid {}, {threads})", m.hostname, m.pid);
     match m.nranks {
         Some(n) if n > rank_count(p) && !p.ranks.is_empty() => {
             let _ = writeln!(
