@@ -224,3 +224,91 @@ fn report_text_folds_recursion_into_one_line() {
         diff.stdout
     );
 }
+
+/// `wmhcct report --by`: each key puts its own context first
+/// (sort_keys.c has one leader per key); `leaked` and `peak` list only the
+/// contexts with bytes leaked or live at the peak; the JSON's contexts come
+/// in the same order.
+#[test]
+fn report_by_each_key() {
+    let w = WorkDir::new("cli-report-by");
+    let exe = compile("sort_keys.c", &w.path, Opt::Debug, &[]);
+    let h5 = w.join("sk.h5");
+    let out = run_traced(&exe, &[] as &[&str], &w.path, &h5, &[]);
+    assert_eq!(out.code, 0, "{}", out.describe());
+    assert_eq!(out.stdout, "done\n");
+    let h5_s = h5.to_string_lossy().into_owned();
+    // The `sk_` function of each listed context, in order, and the header.
+    let listed = |by: &str| -> (String, Vec<String>) {
+        let r = run_plain(
+            bin(),
+            &["report", &h5_s, "--by", by, "--top", "10"],
+            &w.path,
+        );
+        assert_eq!(r.code, 0, "{by}: {}", r.describe());
+        let header = r
+            .stdout
+            .lines()
+            .find(|l| l.starts_with("top "))
+            .unwrap_or_else(|| panic!("{by}: no listing header:\n{}", r.stdout))
+            .to_string();
+        let mut names = Vec::new();
+        let mut in_context = false;
+        for l in r.stdout.lines() {
+            if l.starts_with('#') {
+                in_context = true;
+            } else if in_context && l.trim_start().starts_with("sk_") {
+                names.push(l.trim_start().split(' ').next().unwrap().to_string());
+                in_context = false;
+            }
+        }
+        (header, names)
+    };
+    let (h, n) = listed("count");
+    assert_eq!(h, "top 4 of 4 contexts by count:");
+    assert_eq!(
+        n,
+        ["sk_many_small", "sk_churn", "sk_peak_holder", "sk_leaker"]
+    );
+    let (h, n) = listed("bytes");
+    assert_eq!(h, "top 4 of 4 contexts by bytes allocated:");
+    assert_eq!(
+        n,
+        ["sk_churn", "sk_peak_holder", "sk_many_small", "sk_leaker"]
+    );
+    let (h, n) = listed("leaked");
+    assert_eq!(
+        h,
+        "top 1 of 1 contexts that leaked (of 4), by bytes leaked:"
+    );
+    assert_eq!(n, ["sk_leaker"]);
+    let (h, n) = listed("peak");
+    assert_eq!(
+        h,
+        "top 1 of 1 contexts with bytes live at the heap's peak (of 4), by those bytes:"
+    );
+    assert_eq!(n, ["sk_peak_holder"]);
+    // JSON: every context, in the key's order.
+    let j = run_plain(
+        bin(),
+        &["report", &h5_s, "--json", "--by", "bytes"],
+        &w.path,
+    );
+    assert_eq!(j.code, 0, "{}", j.describe());
+    let v: serde_json::Value = serde_json::from_str(&j.stdout).unwrap();
+    let bytes: Vec<u64> = contexts(&v).iter().map(|c| u64_of(&c["bytes"])).collect();
+    assert_eq!(
+        bytes,
+        [10_240_000, 4 << 20, 16_000, 3000],
+        "{}",
+        summary(&v)
+    );
+    // A key that is not one gets clap's error naming the accepted values.
+    let bad = run_plain(bin(), &["report", &h5_s, "--by", "size"], &w.path);
+    assert_eq!(bad.code, 2, "{}", bad.describe());
+    assert!(
+        bad.stderr.contains("count") && bad.stderr.contains("peak"),
+        "{}",
+        bad.stderr
+    );
+}

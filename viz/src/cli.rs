@@ -107,6 +107,20 @@ pub struct DiffArgs {
     pub json: bool,
 }
 
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SortKey {
+    /// Allocation calls.
+    Count,
+    /// Bytes allocated.
+    Bytes,
+    /// Bytes still allocated at the end (leaks); the text lists only
+    /// contexts that leaked.
+    Leaked,
+    /// Bytes live at the heap's peak (what made the peak); the text lists
+    /// only contexts with bytes live then.
+    Peak,
+}
+
 #[derive(clap::Args, Debug)]
 pub struct RunArgs {
     /// Output report path (WMHCCT_OUT).
@@ -173,4 +187,8 @@ pub struct ReportArgs {
     /// Machine-readable JSON on stdout.
     #[arg(long)]
     pub json: bool,
+    /// Order of the contexts (MPI call contexts: by count, or by bytes
+    /// sent with `bytes`).
+    #[arg(long, value_enum, default_value = "count")]
+    pub by: SortKey,
 }

@@ -6,6 +6,7 @@ use wmhcct_format::{
     FrameKey, NodeSpread, Profile, Spread, Tree, ALLOC_KINDS, MPI_KINDS, NO_PARENT, UNTRACED_KIND,
 };
 
+pub use crate::cli::SortKey;
 use crate::symbolize::{kind_name, Symbols};
 
 /// The kind table of a tree, by the tree's name.
@@ -90,10 +91,44 @@ pub fn contexts(p: &Profile, syms: &Symbols) -> ContextList {
             .map(|(c, _)| c)
             .collect();
     }
-    for v in [&mut list.contexts, &mut list.untraced, &mut list.mpi] {
-        v.sort_by(|a, b| b.count.cmp(&a.count).then(b.bytes.cmp(&a.bytes)));
-    }
+    list.sort(SortKey::Count);
     list
+}
+
+impl ContextList {
+    /// Order every list by `key` descending, then count, then bytes. MPI
+    /// call contexts, which neither leak nor hold memory, go by count for
+    /// `Leaked` and `Peak`.
+    pub fn sort(&mut self, key: SortKey) {
+        let mpi_key = match key {
+            SortKey::Leaked | SortKey::Peak => SortKey::Count,
+            k => k,
+        };
+        for (v, key) in [
+            (&mut self.contexts, key),
+            (&mut self.untraced, key),
+            (&mut self.mpi, mpi_key),
+        ] {
+            v.sort_by(|a, b| {
+                sort_value(b, key)
+                    .0
+                    .cmp(&sort_value(a, key).0)
+                    .then(b.count.cmp(&a.count))
+                    .then(b.bytes.cmp(&a.bytes))
+            });
+        }
+    }
+}
+
+/// The value a context is listed by, and whether a context with none of it
+/// is left out of the text listing (a leak list lists leaks).
+pub fn sort_value(c: &Context, key: SortKey) -> (u64, bool) {
+    match key {
+        SortKey::Count => (c.count, false),
+        SortKey::Bytes => (c.bytes, false),
+        SortKey::Leaked => (c.leaked_bytes, true),
+        SortKey::Peak => (c.peak_live_bytes, true),
+    }
 }
 
 /// The (φ, ε)-HCCT contexts of one tree (all of them in exact mode), each

@@ -12,14 +12,15 @@ use crate::{report_json, report_text};
 pub fn run(args: &ReportArgs) -> Result<()> {
     let name = args.file.display().to_string();
     let loaded = load(&args.file).with_context(|| name.clone())?;
-    let list = contexts(&loaded.profile, &loaded.symbols);
+    let mut list = contexts(&loaded.profile, &loaded.symbols);
+    list.sort(args.by);
     let out = if args.json {
         let v = report_json::render(&loaded.profile, loaded.format_version, &list, args.top);
         let mut s = serde_json::to_string_pretty(&v).context("encoding JSON")?;
         s.push('\n');
         s
     } else {
-        report_text::render(&loaded.profile, &list, args.top.unwrap_or(20))
+        report_text::render(&loaded.profile, &list, args.top.unwrap_or(20), args.by)
     };
     let mut stdout = std::io::stdout().lock();
     match stdout

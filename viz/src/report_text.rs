@@ -5,7 +5,7 @@ use std::fmt::Write as _;
 
 use wmhcct_format::Profile;
 
-use crate::contexts::{Context, ContextList, StackFrame};
+use crate::contexts::{sort_value, Context, ContextList, SortKey, StackFrame};
 use crate::h5layout::rank_count;
 use crate::repeats::runs_by;
 
@@ -80,7 +80,8 @@ fn ratio(n: u64, d: u64) -> String {
     }
 }
 
-pub fn render(p: &Profile, list: &ContextList, top: usize) -> String {
+/// The text report, contexts listed by `by` (the list is sorted by it).
+pub fn render(p: &Profile, list: &ContextList, top: usize, by: SortKey) -> String {
     let mut s = String::new();
     let m = &p.meta;
     let _ = writeln!(s, "program:   {}", m.program);
@@ -153,24 +154,47 @@ pub fn render(p: &Profile, list: &ContextList, top: usize) -> String {
         u.validated, u.correct, u.reseeds, u.truncated, u.errors
     );
 
-    let shown = list.contexts.len().min(top);
-    let _ = writeln!(
-        s,
-        "\ntop {shown} of {} contexts by count:",
-        list.contexts.len()
-    );
+    let all = list.contexts.len();
+    let listed: Vec<&Context> = list
+        .contexts
+        .iter()
+        .filter(|c| {
+            let (v, only_some) = sort_value(c, by);
+            v > 0 || !only_some
+        })
+        .collect();
+    let shown = listed.len().min(top);
+    let n = listed.len();
+    let _ = match by {
+        SortKey::Count => writeln!(s, "\ntop {shown} of {n} contexts by count:"),
+        SortKey::Bytes => writeln!(s, "\ntop {shown} of {n} contexts by bytes allocated:"),
+        SortKey::Leaked => writeln!(
+            s,
+            "\ntop {shown} of {n} contexts that leaked (of {all}), by bytes leaked:"
+        ),
+        SortKey::Peak => writeln!(
+            s,
+            "\ntop {shown} of {n} contexts with bytes live at the heap's peak (of {all}), \
+             by those bytes:"
+        ),
+    };
     let nranks = rank_count(p);
     let alike = AlikeLines::of(list.contexts.iter().chain(&list.mpi));
     let mut marked = false;
-    for (i, ctx) in list.contexts.iter().take(top).enumerate() {
+    for (i, ctx) in listed.into_iter().take(top).enumerate() {
         marked |= context(&mut s, i + 1, ctx, nranks, &alike);
     }
     if !list.mpi.is_empty() {
         let shown = list.mpi.len().min(top);
         let _ = writeln!(
             s,
-            "\ntop {shown} of {} MPI call contexts by count (bytes = bytes sent):",
-            list.mpi.len()
+            "\ntop {shown} of {} MPI call contexts by {}:",
+            list.mpi.len(),
+            if by == SortKey::Bytes {
+                "bytes sent"
+            } else {
+                "count (bytes = bytes sent)"
+            }
         );
         for (i, ctx) in list.mpi.iter().take(top).enumerate() {
             marked |= context(&mut s, i + 1, ctx, nranks, &alike);
