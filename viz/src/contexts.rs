@@ -110,9 +110,8 @@ impl ContextList {
             (&mut self.mpi, mpi_key),
         ] {
             v.sort_by(|a, b| {
-                sort_value(b, key)
-                    .0
-                    .cmp(&sort_value(a, key).0)
+                key.value(b)
+                    .cmp(&key.value(a))
                     .then(b.count.cmp(&a.count))
                     .then(b.bytes.cmp(&a.bytes))
             });
@@ -120,14 +119,21 @@ impl ContextList {
     }
 }
 
-/// The value a context is listed by, and whether a context with none of it
-/// is left out of the text listing (a leak list lists leaks).
-pub fn sort_value(c: &Context, key: SortKey) -> (u64, bool) {
-    match key {
-        SortKey::Count => (c.count, false),
-        SortKey::Bytes => (c.bytes, false),
-        SortKey::Leaked => (c.leaked_bytes, true),
-        SortKey::Peak => (c.peak_live_bytes, true),
+impl SortKey {
+    /// The value a context is listed by.
+    pub fn value(self, c: &Context) -> u64 {
+        match self {
+            SortKey::Count => c.count,
+            SortKey::Bytes => c.bytes,
+            SortKey::Leaked => c.leaked_bytes,
+            SortKey::Peak => c.peak_live_bytes,
+        }
+    }
+
+    /// Whether the text lists only the contexts with some of it (a leak
+    /// list lists leaks).
+    pub fn lists_only_some(self) -> bool {
+        matches!(self, SortKey::Leaked | SortKey::Peak)
     }
 }
 

@@ -5,7 +5,7 @@ use std::fmt::Write as _;
 
 use wmhcct_format::Profile;
 
-use crate::contexts::{sort_value, Context, ContextList, SortKey, StackFrame};
+use crate::contexts::{Context, ContextList, SortKey, StackFrame};
 use crate::h5layout::rank_count;
 use crate::repeats::runs_by;
 
@@ -158,10 +158,7 @@ pub fn render(p: &Profile, list: &ContextList, top: usize, by: SortKey) -> Strin
     let listed: Vec<&Context> = list
         .contexts
         .iter()
-        .filter(|c| {
-            let (v, only_some) = sort_value(c, by);
-            v > 0 || !only_some
-        })
+        .filter(|c| by.value(c) > 0 || !by.lists_only_some())
         .collect();
     let shown = listed.len().min(top);
     let n = listed.len();
