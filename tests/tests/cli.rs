@@ -228,9 +228,10 @@ fn report_text_folds_recursion_into_one_line() {
 /// `wmhcct report --by`: each key puts its own context first
 /// (sort_keys.c has one leader per key); `leaked` and `peak` list only the
 /// contexts with bytes leaked or live at the peak; the JSON's contexts come
-/// in the same order.
+/// in the same order. `wmhcct export --format folded --weight` weighs the
+/// collapsed stacks by the same keys, leaving out stacks of weight 0.
 #[test]
-fn report_by_each_key() {
+fn report_and_export_by_each_key() {
     let w = WorkDir::new("cli-report-by");
     let exe = compile("sort_keys.c", &w.path, Opt::Debug, &[]);
     let h5 = w.join("sk.h5");
@@ -303,12 +304,60 @@ fn report_by_each_key() {
         "{}",
         summary(&v)
     );
-    // A key that is not one gets clap's error naming the accepted values.
-    let bad = run_plain(bin(), &["report", &h5_s, "--by", "size"], &w.path);
-    assert_eq!(bad.code, 2, "{}", bad.describe());
-    assert!(
-        bad.stderr.contains("count") && bad.stderr.contains("peak"),
-        "{}",
-        bad.stderr
+    // Folded stacks by each weight: the `sk_` function above `malloc` and
+    // the weight of each line, in tree order.
+    let folded = |weight: &str| -> Vec<(String, u64)> {
+        let r = run_plain(
+            bin(),
+            &["export", &h5_s, "--format", "folded", "--weight", weight],
+            &w.path,
+        );
+        assert_eq!(r.code, 0, "{weight}: {}", r.describe());
+        r.stdout
+            .lines()
+            .map(|l| {
+                let (stack, n) = l.rsplit_once(' ').unwrap();
+                let frames: Vec<&str> = stack.split(';').collect();
+                assert_eq!(frames.last(), Some(&"malloc"), "{weight}: {l}");
+                let f = frames[frames.len() - 2].to_string();
+                (f, n.parse().unwrap_or_else(|_| panic!("{weight}: {l}")))
+            })
+            .collect()
+    };
+    let pairs = |v: &[(&str, u64)]| -> Vec<(String, u64)> {
+        v.iter().map(|(f, n)| (f.to_string(), *n)).collect()
+    };
+    assert_eq!(
+        folded("count"),
+        pairs(&[
+            ("sk_many_small", 1000),
+            ("sk_churn", 100),
+            ("sk_peak_holder", 4),
+            ("sk_leaker", 3)
+        ])
     );
+    assert_eq!(
+        folded("bytes"),
+        pairs(&[
+            ("sk_many_small", 16_000),
+            ("sk_churn", 10_240_000),
+            ("sk_peak_holder", 4 << 20),
+            ("sk_leaker", 3000)
+        ])
+    );
+    assert_eq!(folded("leaked"), pairs(&[("sk_leaker", 3000)]));
+    assert_eq!(folded("peak"), pairs(&[("sk_peak_holder", 4 << 20)]));
+    // A key that is not one gets clap's error naming the accepted values.
+    for args in [
+        ["report", &h5_s, "--by", "size"],
+        ["export", &h5_s, "--weight", "size"],
+    ] {
+        let bad = run_plain(bin(), &args, &w.path);
+        assert_eq!(bad.code, 2, "{}", bad.describe());
+        assert!(
+            bad.stderr.contains("count") && bad.stderr.contains("peak"),
+            "{}",
+            bad.stderr
+        );
+    }
 }

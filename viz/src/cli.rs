@@ -73,21 +73,16 @@ pub enum ExportFormat {
     Json,
 }
 
-#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Weight {
-    Bytes,
-    Count,
-}
-
 #[derive(clap::Args, Debug)]
 pub struct ExportArgs {
     /// An HDF5 report or a raw profile.
     pub file: PathBuf,
     #[arg(long, value_enum)]
     pub format: ExportFormat,
-    /// Weight of a folded stack.
+    /// Weight of a folded stack (stacks of weight 0 are left out, so
+    /// `leaked` and `peak` give flame graphs of the leaks and of the peak).
     #[arg(long, value_enum, default_value = "bytes")]
-    pub weight: Weight,
+    pub weight: SortKey,
     /// Output file (default: standard output).
     #[arg(short, long)]
     pub output: Option<PathBuf>,
@@ -113,11 +108,11 @@ pub enum SortKey {
     Count,
     /// Bytes allocated.
     Bytes,
-    /// Bytes still allocated at the end (leaks); the text lists only
+    /// Bytes still allocated at the end (leaks); a text report lists only
     /// contexts that leaked.
     Leaked,
-    /// Bytes live at the heap's peak (what made the peak); the text lists
-    /// only contexts with bytes live then.
+    /// Bytes live at the heap's peak (what made the peak); a text report
+    /// lists only contexts with bytes live then.
     Peak,
 }
 

@@ -5,7 +5,7 @@ use std::collections::HashMap;
 use anyhow::{Context as _, Result};
 use wmhcct_format::Profile;
 
-use crate::cli::{ExportArgs, ExportFormat, Weight};
+use crate::cli::{ExportArgs, ExportFormat, SortKey};
 use crate::contexts::contexts;
 use crate::input::load;
 use crate::stacks::all_stacks;
@@ -24,13 +24,15 @@ fn clean(name: &str) -> String {
 
 /// Collapsed stacks, root first, one line per distinct symbolised stack
 /// (`a;b;c;malloc 1234`), in tree order; zero weights are left out.
-pub fn folded(p: &Profile, syms: &Symbols, weight: Weight) -> String {
+pub fn folded(p: &Profile, syms: &Symbols, weight: SortKey) -> String {
     let mut order: Vec<String> = Vec::new();
     let mut sums: HashMap<String, u64> = HashMap::new();
     for s in all_stacks(p, syms) {
         let w = match weight {
-            Weight::Bytes => s.bytes,
-            Weight::Count => s.count,
+            SortKey::Count => s.count,
+            SortKey::Bytes => s.bytes,
+            SortKey::Leaked => s.leaked_bytes,
+            SortKey::Peak => s.peak_live_bytes,
         };
         if w == 0 {
             continue;

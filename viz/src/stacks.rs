@@ -15,6 +15,10 @@ pub struct Stack {
     pub frames: Vec<StackFrame>,
     pub count: u64,
     pub bytes: u64,
+    /// Bytes still allocated at the end.
+    pub leaked_bytes: u64,
+    /// Bytes live at the heap's peak.
+    pub peak_live_bytes: u64,
     /// No stack was captured (an untraced pseudo-context).
     pub untraced: bool,
 }
@@ -62,6 +66,8 @@ pub fn all_stacks(p: &Profile, syms: &Symbols) -> Vec<Stack> {
             frames,
             count: n.count,
             bytes: n.bytes,
+            leaked_bytes: n.live_bytes,
+            peak_live_bytes: n.peak_live_bytes,
             untraced: k >= UNTRACED_KIND,
         });
     }
