@@ -1,7 +1,7 @@
 //! Process life cycle under the tracer (issue 8): fork without exec in a
 //! multi-threaded program while other threads allocate, fork+exec,
-//! `system()`, `vfork`, `posix_spawn`, and 1000 dlopen/dlclose cycles of a
-//! library that allocates.
+//! `system()`, `vfork`, `posix_spawn`, 1000 dlopen/dlclose cycles of a
+//! library that allocates, and a library whose constructor allocates.
 //!
 //! Every run has a time limit (a hang is a failure) and the program itself
 //! has a watchdog on each child: a child that deadlocks (a tracer lock
@@ -170,6 +170,87 @@ fn dlopen_dlclose_1000_times() {
         frame.to_string().contains("librel_dlib.so"),
         "module of rel_lib_inner: {frame}"
     );
+}
+
+/// A library's constructor allocates while `dlopen` runs it: the capture
+/// point is in an object the tracer's table does not hold yet (it rescans
+/// when a walk meets unknown code). Built `-O2` without frame pointers, so
+/// nothing but its unwind tables leads out of it. The context must hold the
+/// whole stack, from the constructor through the loader and `dlopen` to
+/// `main`, name the library's module, and count one call per load; no
+/// walk may end in an error. (The capture point used to be exempt from the
+/// module check: the walk stepped out of it with the frame-pointer
+/// fallback, failed, and the report had a one-frame `?? [?]` context.)
+#[test]
+fn allocation_in_a_dlopened_librarys_constructor() {
+    let w = WorkDir::new("rel-dl-ctor");
+    let so = w.join("libdl_ctor.so");
+    let built = std::process::Command::new("cc")
+        .args([
+            "-shared",
+            "-fPIC",
+            "-O2",
+            "-g",
+            "-fomit-frame-pointer",
+            "-o",
+        ])
+        .arg(&so)
+        .arg(root().join("tests/programs/dl_ctor_lib.c"))
+        .output()
+        .expect("cc");
+    assert!(
+        built.status.success(),
+        "{}",
+        String::from_utf8_lossy(&built.stderr)
+    );
+    let exe = compile("dl_ctor_main.c", &w.path, Opt::Release, &[]);
+    let so_s = so.to_string_lossy().into_owned();
+    let native = run_plain(&exe, &[&so_s, "20"], &w.path);
+    assert_eq!(native.code, 0, "{}", native.describe());
+    assert_eq!(native.stdout, "loaded 20 times, sum 60\n");
+    for mode in ["second", "full"] {
+        let h5 = w.join(format!("{mode}.h5"));
+        let out = run_traced(
+            &exe,
+            &[&so_s, "20"],
+            &w.path,
+            &h5,
+            &[("WMHCCT_UNWIND", mode)],
+        );
+        assert_eq!(out.code, 0, "{mode}: {}", out.describe());
+        assert_eq!(out.stdout, native.stdout, "{mode}: output unchanged");
+        assert_clean_stderr(&out, &h5);
+        let r = report_json(&h5);
+        let ctx = context_with(&r, "malloc", "dl_ctor_alloc");
+        let names = stack_names(ctx);
+        assert_eq!(u64_of(&ctx["count"]), 20, "{mode}: {names:?}");
+        assert_eq!(u64_of(&ctx["bytes"]), 20 * 4242, "{mode}");
+        assert_eq!(
+            frame_index(ctx, "dl_ctor_alloc"),
+            Some(0),
+            "{mode}: {names:?}"
+        );
+        assert_eq!(
+            frame_index(ctx, "dl_ctor_init"),
+            Some(1),
+            "{mode}: {names:?}"
+        );
+        let load = frame_index(ctx, "dl_ctor_load").unwrap_or_else(|| panic!("{mode}: {names:?}"));
+        assert_eq!(names[load + 1], "main", "{mode}: {names:?}");
+        assert!(
+            names[2..load].iter().any(|f| f.contains("dlopen")),
+            "{mode}: through dlopen: {names:?}"
+        );
+        assert!(
+            ctx["stack"][0]["module"]
+                .as_str()
+                .unwrap_or("")
+                .ends_with("/libdl_ctor.so"),
+            "{mode}: module of the constructor's frame: {}",
+            ctx["stack"][0]
+        );
+        assert_eq!(u64_of(&r["unwind"]["errors"]), 0, "{mode}: {}", r["unwind"]);
+    }
 }
 
 /// The program gives fd 2 to a data file of its own (closing stderr and

@@ -821,6 +821,33 @@ mod tests {
         m
     }
 
+    /// A capture point in code the table does not know (a library's constructor, run by
+    /// `dlopen` before the caller rescans) is the stack's one frame, with the stop that
+    /// makes the caller rescan, and no step from it; with the table that knows it, the
+    /// whole stack.
+    #[test]
+    fn a_capture_point_outside_every_module_ends_the_stack_there() {
+        const CTOR: u64 = 0x50_0020;
+        let st = FpStack::build_at(&[(A, 32), (B, 16), (C, 8)], CTOR);
+        for mode in [Mode::Full, Mode::Fp, Mode::First, Mode::Second] {
+            let mut t = fp_unwinder(mode);
+            let c = t.capture(&fp_modules(), st.regs, TRACER, &mut st.reader(), 0, false);
+            assert_eq!(t.frames(), &st.expected()[..1], "{mode:?}");
+            assert_eq!((c.depth, c.unwound, c.error), (1, 1, false), "{mode:?}");
+            assert_eq!(t.last_stop(), Stop::OutsideModules(CTOR), "{mode:?}");
+            let c = t.capture(
+                &fp_modules_with_plugin(),
+                st.regs,
+                TRACER,
+                &mut st.reader(),
+                1,
+                true,
+            );
+            assert_eq!(t.frames(), st.expected(), "{mode:?}");
+            assert_eq!((c.error, c.validated), (false, Some(true)), "{mode:?}");
+        }
+    }
+
     /// A stack cut short by a module the table did not know yet is never reused once the
     /// table knows it (this was 3 % wrong stacks in an MPI program whose plugins load late).
     #[test]

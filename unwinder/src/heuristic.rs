@@ -115,8 +115,9 @@ pub(crate) struct WalkInput<'a> {
 /// the whole stack, or with the heuristic its leaf side, the rest being the
 /// previous capture's last [`Walk::tail`] frames.
 ///
-/// The capture-point frame comes first and is not checked against the modules; every
-/// further frame must have its return address inside a module. Leading frames whose address
+/// The capture-point frame comes first; every frame must have its address inside a
+/// module, and the walk ends ([`Stop::OutsideModules`]) at the first that does not: a
+/// capture point outside is the stack's one frame. Leading frames whose address
 /// lies in `skip` are dropped.
 #[inline(always)]
 pub(crate) fn walk<S: StepUnwinder, R: ReadStack + ?Sized>(
@@ -139,9 +140,21 @@ pub(crate) fn walk<S: StepUnwinder, R: ReadStack + ?Sized>(
     // Text range of the module the previous frame was in: most callers are in the same one.
     let mut known = input.text.0..input.text.1;
     let stop = loop {
-        if !is_first && !known.contains(&candidate.ra) {
+        if !known.contains(&candidate.ra) {
             match input.modules.text_of(candidate.ra) {
                 Some(t) => known = t,
+                // The capture point in code no module covers: a library whose
+                // constructor allocates while `dlopen` is still running it,
+                // which the caller's table does not hold yet, or JIT code.
+                // Kept as the stack's one frame; stepping from it would use
+                // the frame-pointer fallback with whatever rbp holds.
+                None if is_first => {
+                    if !input.skip.contains(&candidate.ra) && input.max_depth > 0 {
+                        out.push(candidate);
+                        unwound = 1;
+                    }
+                    break Stop::OutsideModules(candidate.ra);
+                }
                 None => break Stop::OutsideModules(candidate.ra),
             }
         }
