@@ -139,22 +139,20 @@ pub(crate) fn walk<S: StepUnwinder, R: ReadStack + ?Sized>(
     let mut is_first = true;
     // Text range of the module the previous frame was in: most callers are in the same one.
     let mut known = input.text.0..input.text.1;
+    // The capture point in code no module covers: a library whose
+    // constructor allocates while `dlopen` is still running it, which the
+    // caller's table does not hold yet, or JIT code. Stepping from it would
+    // use the frame-pointer fallback with whatever rbp holds.
+    if !known.contains(&candidate.ra) {
+        match input.modules.text_of(candidate.ra) {
+            Some(t) => known = t,
+            None => return outside_first(input, out),
+        }
+    }
     let stop = loop {
-        if !known.contains(&candidate.ra) {
+        if !is_first && !known.contains(&candidate.ra) {
             match input.modules.text_of(candidate.ra) {
                 Some(t) => known = t,
-                // The capture point in code no module covers: a library whose
-                // constructor allocates while `dlopen` is still running it,
-                // which the caller's table does not hold yet, or JIT code.
-                // Kept as the stack's one frame; stepping from it would use
-                // the frame-pointer fallback with whatever rbp holds.
-                None if is_first => {
-                    if !input.skip.contains(&candidate.ra) && input.max_depth > 0 {
-                        out.push(candidate);
-                        unwound = 1;
-                    }
-                    break Stop::OutsideModules(candidate.ra);
-                }
                 None => break Stop::OutsideModules(candidate.ra),
             }
         }
@@ -218,6 +216,24 @@ pub(crate) fn walk<S: StepUnwinder, R: ReadStack + ?Sized>(
         reused: 0,
         stop,
         text: (known.start, known.end),
+    }
+}
+
+/// The walk of a capture point outside every module: that frame alone (unless
+/// skipped), ended there.
+#[cold]
+#[inline(never)]
+fn outside_first(input: &WalkInput<'_>, out: &mut Vec<Frame>) -> Walk {
+    let f = input.first;
+    let keep = !input.skip.contains(&f.ra) && input.max_depth > 0;
+    if keep {
+        out.push(f);
+    }
+    Walk {
+        unwound: usize::from(keep),
+        reused: 0,
+        stop: Stop::OutsideModules(f.ra),
+        text: (input.text.0, input.text.1),
     }
 }
 
