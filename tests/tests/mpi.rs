@@ -192,4 +192,18 @@ fn heuristic_exact_on_the_mpi_stencil() {
     eprintln!("mpi_stencil, 4 ranks, second match: {correct} of {validated} stacks exact; {u}");
     assert!(validated > 10_000, "{u}");
     assert_eq!(correct, validated, "every validated stack exact: {u}");
+    // Every stack whole: no walk failed, and each context reaches the
+    // bottom of its thread's stack. (hwloc's plugin pulls libstdc++ in with
+    // dlopen during MPI_Init, whose constructor allocates: that context was
+    // one `??` frame and an unwind error per rank.)
+    assert_eq!(u64_of(&u["errors"]), 0, "{u}");
+    for c in contexts(&r) {
+        let names = stack_names(c);
+        let root = names.last().map(String::as_str).unwrap_or("");
+        assert!(
+            root == "_start" || root == "clone3",
+            "a whole stack: {} {names:?}",
+            c["kind"]
+        );
+    }
 }
