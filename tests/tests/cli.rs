@@ -225,6 +225,60 @@ fn report_text_folds_recursion_into_one_line() {
     );
 }
 
+/// Stacks deeper than `WMHCCT_MAX_DEPTH` are cut at that many frames; the
+/// report says so (text: a line after the frames; JSON: `stack_cut`; folded
+/// export and flame graph: under a `[cut at WMHCCT_MAX_DEPTH]` root) and says
+/// nothing of the kind for whole stacks.
+#[test]
+fn stacks_cut_at_max_depth_are_marked() {
+    let w = WorkDir::new("cli-cut");
+    // Allocations 32 frames below `main`.
+    let exe = compile("deep_stack.c", &w.path, Opt::Release, &[]);
+    for (depth, cut) in [("8", true), ("128", false)] {
+        let h5 = w.join(format!("deep-{depth}.h5"));
+        let out = run_traced(
+            &exe,
+            &["3000"],
+            &w.path,
+            &h5,
+            &[("WMHCCT_MAX_DEPTH", depth)],
+        );
+        assert_eq!(out.code, 0, "{}", out.describe());
+        let r = report_json(&h5);
+        let deep = contexts_with(&r, "malloc", "level_0");
+        assert!(!deep.is_empty(), "{}", summary(&r));
+        for c in &deep {
+            let names = stack_names(c);
+            assert_eq!(c["stack_cut"], cut, "max depth {depth}: {names:?}");
+            if cut {
+                assert_eq!(names.len(), 8, "{names:?}");
+            } else {
+                assert_eq!(
+                    names.last().map(String::as_str),
+                    Some("_start"),
+                    "{names:?}"
+                );
+            }
+        }
+        let h5_s = h5.to_string_lossy().into_owned();
+        let text = run_plain(bin(), &["report", &h5_s, "--top", "3"], &w.path);
+        assert_eq!(text.code, 0, "{}", text.describe());
+        let marks = text
+            .stdout
+            .lines()
+            .filter(|l| {
+                l == &"    … cut at 8 frames (WMHCCT_MAX_DEPTH): outer callers not recorded"
+            })
+            .count();
+        assert_eq!(marks, if cut { 3 } else { 0 }, "{}", text.stdout);
+        let folded = run_plain(bin(), &["export", &h5_s, "--format", "folded"], &w.path);
+        assert_eq!(folded.code, 0, "{}", folded.describe());
+        for l in folded.stdout.lines().filter(|l| l.contains(";level_0;")) {
+            assert_eq!(l.starts_with("[cut at WMHCCT_MAX_DEPTH];"), cut, "{l}");
+        }
+    }
+}
+
 /// `wmhcct report --by`: each key puts its own context first
 /// (sort_keys.c has one leader per key); `leaked` and `peak` list only the
 /// contexts with bytes leaked or live at the peak; the JSON's contexts come

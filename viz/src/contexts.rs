@@ -45,6 +45,9 @@ pub struct Context {
     pub spread: NodeSpread,
     /// Innermost first: index 0 called the allocator (or the MPI routine).
     pub stack: Vec<StackFrame>,
+    /// The stack reached the frame limit: its outer callers, if any, were
+    /// not recorded ([`stack_cut`]).
+    pub cut: bool,
 }
 
 /// Contexts and untraced pseudo-contexts of the allocation tree, and the
@@ -162,6 +165,7 @@ fn tree_contexts(p: &Profile, tree: &Tree, syms: &Symbols) -> Vec<(Context, bool
                 bytes: Spread::single(node.bytes, p.meta.rank.unwrap_or(0)),
             },
         };
+        let stack = stack_of(p, tree, i, syms);
         let ctx = Context {
             kind: kind_name(k, kinds),
             count: node.count,
@@ -171,11 +175,25 @@ fn tree_contexts(p: &Profile, tree: &Tree, syms: &Symbols) -> Vec<(Context, bool
             leaked_bytes: node.live_bytes,
             peak_live_bytes: node.peak_live_bytes,
             spread,
-            stack: stack_of(p, tree, i, syms),
+            cut: stack_cut(&stack, p.config.max_depth),
+            stack,
         };
         out.push((ctx, k >= UNTRACED_KIND));
     }
     out
+}
+
+/// Whether a stack (innermost first) was cut at the frame limit
+/// (`WMHCCT_MAX_DEPTH`): the walk stops there, so a stack of that many frames
+/// may have had outer callers. Not when its outermost frame is where every
+/// stack of a thread begins (`_start`, `clone3`, `clone`): nothing calls it.
+pub fn stack_cut(stack: &[StackFrame], max_depth: u32) -> bool {
+    const BOTTOMS: [&str; 3] = ["_start", "clone3", "clone"];
+    max_depth > 0
+        && stack.len() >= max_depth as usize
+        && !stack
+            .last()
+            .is_some_and(|f| BOTTOMS.contains(&f.function.as_str()))
 }
 
 /// Frames from node `i`'s parent up to (excluding) the root.
@@ -213,4 +231,36 @@ pub(crate) fn stack_of(p: &Profile, tree: &Tree, i: usize, syms: &Symbols) -> Ve
         cur = node.parent;
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{stack_cut, StackFrame};
+
+    fn stack(outermost: &str, len: usize) -> Vec<StackFrame> {
+        (0..len)
+            .map(|i| StackFrame {
+                function: if i + 1 == len {
+                    outermost.into()
+                } else {
+                    format!("f{i}")
+                },
+                file: String::new(),
+                line: 0,
+                module: "/bin/app".into(),
+                address: i as u64,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_stack_is_cut_when_it_fills_the_limit_below_a_caller() {
+        assert!(stack_cut(&stack("solve", 8), 8));
+        assert!(!stack_cut(&stack("solve", 7), 8));
+        // Nothing calls where a thread's stack begins.
+        for bottom in ["_start", "clone3", "clone"] {
+            assert!(!stack_cut(&stack(bottom, 8), 8), "{bottom}");
+        }
+        assert!(!stack_cut(&[], 0));
+    }
 }

@@ -132,6 +132,8 @@ struct ContextJson<'a> {
     per_rank_count: SpreadJson,
     per_rank_bytes: SpreadJson,
     stack: Vec<FrameJson<'a>>,
+    /// The stack reached WMHCCT_MAX_DEPTH: outer callers not recorded.
+    stack_cut: bool,
 }
 
 fn context_json(c: &Context, nranks: u32) -> ContextJson<'_> {
@@ -156,6 +158,7 @@ fn context_json(c: &Context, nranks: u32) -> ContextJson<'_> {
                 address: format!("{:#x}", f.address),
             })
             .collect(),
+        stack_cut: c.cut,
     }
 }
 

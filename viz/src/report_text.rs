@@ -322,6 +322,13 @@ fn context(s: &mut String, rank: usize, c: &Context, nranks: u32, alike: &AlikeL
         };
         let _ = writeln!(s, "    {} ({loc}) [{module}]{times}", f.function);
     }
+    if c.cut {
+        let _ = writeln!(
+            s,
+            "    … cut at {} frames (WMHCCT_MAX_DEPTH): outer callers not recorded",
+            c.stack.len()
+        );
+    }
     marked
 }
 
@@ -399,6 +406,7 @@ mod tests {
             peak_live_bytes: 0,
             spread: Default::default(),
             stack,
+            cut: false,
         }
     }
 

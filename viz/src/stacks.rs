@@ -4,7 +4,7 @@
 
 use wmhcct_format::{FrameKey, Profile, UNTRACED_KIND};
 
-use crate::contexts::{alloc_tree, kinds_of, stack_of, StackFrame};
+use crate::contexts::{alloc_tree, kinds_of, stack_cut, stack_of, StackFrame};
 use crate::symbolize::{kind_name, Symbols};
 
 /// One context: its allocator, frames root first, and its counters.
@@ -21,15 +21,24 @@ pub struct Stack {
     pub peak_live_bytes: u64,
     /// No stack was captured (an untraced pseudo-context).
     pub untraced: bool,
+    /// Cut at the frame limit ([`stack_cut`]).
+    pub cut: bool,
 }
 
+/// The root-side name of a stack cut at the frame limit.
+pub const CUT: &str = "[cut at WMHCCT_MAX_DEPTH]";
+
 impl Stack {
-    /// Function names root first, then the allocator.
+    /// Function names root first (a cut stack under [`CUT`]), then the
+    /// allocator.
     pub fn names(&self) -> Vec<String> {
         let mut v: Vec<String> = if self.untraced {
             vec!["[untraced]".to_string()]
         } else {
-            self.frames.iter().map(frame_name).collect()
+            let cut = self.cut.then(|| CUT.to_string());
+            cut.into_iter()
+                .chain(self.frames.iter().map(frame_name))
+                .collect()
         };
         v.push(self.kind.clone());
         v
@@ -60,6 +69,7 @@ pub fn all_stacks(p: &Profile, syms: &Symbols) -> Vec<Stack> {
     for (i, n) in tree.nodes.iter().enumerate() {
         let FrameKey::Kind(k) = n.key else { continue };
         let mut frames = stack_of(p, tree, i, syms);
+        let cut = stack_cut(&frames, p.config.max_depth);
         frames.reverse();
         out.push(Stack {
             kind: kind_name(k, kinds),
@@ -69,6 +79,7 @@ pub fn all_stacks(p: &Profile, syms: &Symbols) -> Vec<Stack> {
             leaked_bytes: n.live_bytes,
             peak_live_bytes: n.peak_live_bytes,
             untraced: k >= UNTRACED_KIND,
+            cut,
         });
     }
     out
