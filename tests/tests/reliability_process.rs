@@ -184,24 +184,10 @@ fn dlopen_dlclose_1000_times() {
 #[test]
 fn allocation_in_a_dlopened_librarys_constructor() {
     let w = WorkDir::new("rel-dl-ctor");
-    let so = w.join("libdl_ctor.so");
-    let built = std::process::Command::new("cc")
-        .args([
-            "-shared",
-            "-fPIC",
-            "-O2",
-            "-g",
-            "-fomit-frame-pointer",
-            "-o",
-        ])
-        .arg(&so)
-        .arg(root().join("tests/programs/dl_ctor_lib.c"))
-        .output()
-        .expect("cc");
-    assert!(
-        built.status.success(),
-        "{}",
-        String::from_utf8_lossy(&built.stderr)
+    let so = shared_library_with(
+        "dl_ctor_lib.c",
+        &w.path,
+        &["-O2", "-g", "-fomit-frame-pointer"],
     );
     let exe = compile("dl_ctor_main.c", &w.path, Opt::Release, &[]);
     let so_s = so.to_string_lossy().into_owned();
@@ -245,7 +231,7 @@ fn allocation_in_a_dlopened_librarys_constructor() {
             ctx["stack"][0]["module"]
                 .as_str()
                 .unwrap_or("")
-                .ends_with("/libdl_ctor.so"),
+                .ends_with("/libdl_ctor_lib.so"),
             "{mode}: module of the constructor's frame: {}",
             ctx["stack"][0]
         );

@@ -89,19 +89,20 @@ pub fn fake_converter(dir: &Path, code: i32) -> PathBuf {
     )
 }
 
-/// Build `tests/programs/<src>` as a shared library `lib<stem>.so` in `dir`.
+/// Build `tests/programs/<src>` as a shared library `lib<stem>.so` in `dir`
+/// (`-O0`, frame pointers).
 pub fn shared_library(src: &str, dir: &Path) -> PathBuf {
+    shared_library_with(src, dir, &["-O0", "-g", "-fno-omit-frame-pointer"])
+}
+
+/// The same with these optimisation and debug flags.
+pub fn shared_library_with(src: &str, dir: &Path, flags: &[&str]) -> PathBuf {
     let stem = Path::new(src).file_stem().unwrap().to_string_lossy();
     let so = dir.join(format!("lib{stem}.so"));
     let out = Command::new("cc")
-        .args([
-            "-shared",
-            "-fPIC",
-            "-O0",
-            "-g",
-            "-fno-omit-frame-pointer",
-            "-o",
-        ])
+        .args(["-shared", "-fPIC"])
+        .args(flags)
+        .arg("-o")
         .arg(&so)
         .arg(root().join("tests/programs").join(src))
         .output()
