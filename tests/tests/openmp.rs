@@ -1,7 +1,8 @@
 //! OpenMP programs (C and Fortran, gcc's libgomp) allocating from every
 //! thread of the team: in a `parallel for`, in explicit tasks, and through
 //! gfortran's `allocate` in a `parallel do`. Output unchanged, the
-//! contexts' counts exact, each stack whole (the master thread's down to
+//! contexts' counts exact (every context kept, `WMHCCT_EXACT=1`; the HCCT
+//! lists the hot ones), each stack whole (the master thread's down to
 //! `_start` through `GOMP_parallel`, the pool threads' down to `clone3`),
 //! no unwind error, no unknown free; in `second` and `full`, recorded
 //! inline (the default with more threads than CPUs) and by a collector
@@ -15,19 +16,30 @@ const ITERS: u64 = 100_000;
 const TASKS: u64 = 2000;
 const TEAM: &str = "3";
 
-/// Every `malloc` context through `function`: their counts add up to
-/// `calls`, `function` calls `malloc` itself, nothing leaks, and each stack
-/// ends at `_start` or `clone3`; there is one of each (the master thread
-/// and the pool's threads share the loop).
+/// Every listed `malloc` context through `function`: `function` calls
+/// `malloc` itself, nothing leaks, and each stack ends at `_start` or
+/// `clone3`; with `both_roots`, there is one of each (the master thread and
+/// the pool's threads share the loop). Their counts add up to `calls` when
+/// the report keeps every context (`exact`); the HCCT lists only the hot
+/// ones (a task that a pool thread ran from a rare place is a cold context),
+/// so then at most `calls`.
 fn check_contexts(r: &Value, function: &str, calls: u64, both_roots: bool, what: &str) {
     let ctxs = contexts_with(r, "malloc", function);
     let count: u64 = ctxs.iter().map(|c| u64_of(&c["count"])).sum();
-    assert_eq!(
-        count,
-        calls,
-        "{what}: calls through {function}: {}",
-        summary(r)
-    );
+    if r["config"]["exact"] == true {
+        assert_eq!(
+            count,
+            calls,
+            "{what}: calls through {function}: {}",
+            summary(r)
+        );
+    } else {
+        assert!(
+            count <= calls && count > 0,
+            "{what}: {count} of {calls} calls through {function} in hot contexts: {}",
+            summary(r)
+        );
+    }
     let mut roots = Vec::new();
     for c in &ctxs {
         let names = stack_names(c);
@@ -65,13 +77,14 @@ fn traced_runs(w: &WorkDir, exe: &Path, args: &[&str]) -> Vec<(String, Value)> {
     let native = run_cmd(&mut native, TIMEOUT);
     assert_eq!(native.code, 0, "{}", native.describe());
     let mut reports = Vec::new();
-    for mode in ["second", "full"] {
+    for (mode, exact) in [("second", "0"), ("full", "0"), ("second", "1")] {
         for collector in ["auto", "thread"] {
-            let what = format!("{mode}/{collector}");
-            let h5 = w.join(format!("{mode}-{collector}.h5"));
+            let what = format!("{mode}/exact={exact}/{collector}");
+            let h5 = w.join(format!("{mode}-{exact}-{collector}.h5"));
             let env = [
                 ("OMP_NUM_THREADS", TEAM),
                 ("WMHCCT_UNWIND", mode),
+                ("WMHCCT_EXACT", exact),
                 ("WMHCCT_COLLECTOR", collector),
             ];
             let out = run_traced(exe, args, &w.path, &h5, &env);
@@ -80,6 +93,12 @@ fn traced_runs(w: &WorkDir, exe: &Path, args: &[&str]) -> Vec<(String, Value)> {
             assert_clean_stderr(&out, &h5);
             let r = report_json(&h5);
             assert_eq!(u64_of(&r["unwind"]["errors"]), 0, "{what}: {}", r["unwind"]);
+            // Exact totals whatever the contexts listed.
+            assert!(
+                total_count(&r, "malloc") >= ITERS,
+                "{what}: {}",
+                alloc_totals(&r)
+            );
             assert_eq!(
                 u64_of(&r["heap"]["unknown_frees"]),
                 0,
