@@ -26,7 +26,7 @@ pub struct Stack {
 }
 
 /// The root-side name of a stack cut at the frame limit.
-pub const CUT: &str = "[cut at WMHCCT_MAX_DEPTH]";
+const CUT: &str = "[cut at WMHCCT_MAX_DEPTH]";
 
 impl Stack {
     /// Function names root first (a cut stack under [`CUT`]), then the
