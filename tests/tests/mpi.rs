@@ -207,3 +207,103 @@ fn heuristic_exact_on_the_mpi_stencil() {
         );
     }
 }
+
+/// The leak list of a job's report is the program's: the MPI library's own
+/// state, live when the report is taken in MPI_Finalize (before the library
+/// frees it), is summed in one line instead of heading the list, and
+/// `--mpi-internal` lists it, each context named by the MPI call or the
+/// library thread that allocated it.
+#[test]
+fn the_leak_list_leaves_out_the_mpi_librarys_own_memory() {
+    let work = workdir("leak");
+    let dir = work.path.clone();
+    let exe = mpi_compile("mpicc", "mpi_leak.c", &dir, &[]);
+    let h5 = dir.join("job.h5");
+    let run = traced(&exe, &[], &dir, &h5, &[]);
+    assert!(
+        run.stdout.contains(&format!("leaked on {RANKS} ranks")),
+        "{}",
+        run.describe()
+    );
+    assert_clean_job(&run, &h5);
+    let r = report_json(&h5);
+    // Rank r leaked r+1 blocks of 3000 bytes: 10 in all.
+    let kept = context_with(&r, "malloc", "keep_forever");
+    assert_eq!(kept["leaked_bytes"], 10 * 3000, "{kept}");
+    assert!(kept["inside_mpi"].is_null(), "{kept}");
+    let own = &r["mpi_own"];
+    let init = u64_of(&own["live_bytes_by_routine"]["MPI_Init"]);
+    assert!(
+        init > 100_000,
+        "MPI_Init's state is live at MPI_Finalize: {own}"
+    );
+    let mut inside = 0;
+    for c in contexts(&r) {
+        let names = stack_names(c);
+        let in_program = names.iter().any(|f| f == "main");
+        match c["inside_mpi"].as_str() {
+            Some(thread) if thread.starts_with("thread of ") => {
+                inside += 1;
+                assert!(!in_program, "{thread}: {names:?}");
+            }
+            Some(routine) => {
+                inside += 1;
+                let p = format!("P{routine}");
+                assert!(
+                    names.iter().any(|f| f == routine || *f == p),
+                    "{routine}: {names:?}"
+                );
+            }
+            // Every allocation off the program's own stacks is the library's:
+            // here, its PMIx and event-loop threads.
+            None if c["kind"].as_str().is_some_and(|k| !k.starts_with("MPI_")) => assert!(
+                in_program,
+                "a context outside the program's code not taken for the MPI library's: {names:?}"
+            ),
+            None => {}
+        }
+    }
+    assert!(u64_of(&own["contexts"]) as usize <= inside, "{own}");
+
+    let text = |extra: &[&str]| {
+        let mut args = vec![
+            "report",
+            h5.to_str().unwrap(),
+            "--by",
+            "leaked",
+            "--top",
+            "1000",
+        ];
+        args.extend_from_slice(extra);
+        let out = run_cmd(&mut command(bin(), &args, &dir), TIMEOUT);
+        assert_eq!(out.code, 0, "{}", out.describe());
+        out.stdout
+    };
+    let plain = text(&[]);
+    assert!(plain.contains("live at MPI_Finalize"), "{plain}");
+    let leaks = plain
+        .split("\ntop ")
+        .nth(1)
+        .and_then(|s| s.split("\nnot listed").next())
+        .unwrap_or_else(|| panic!("{plain}"));
+    assert!(leaks.contains("keep_forever"), "{leaks}");
+    assert!(
+        !leaks.contains("inside "),
+        "only the program's leaks listed: {leaks}"
+    );
+    assert!(!leaks.contains("PMPI_Init"), "{leaks}");
+    let note = plain
+        .lines()
+        .find(|l| l.starts_with("not listed: ") && l.contains("inside MPI calls"))
+        .unwrap_or_else(|| panic!("no line for the MPI library's memory: {plain}"));
+    assert!(note.contains("(MPI_Init "), "{note}");
+    assert!(note.contains("--mpi-internal"), "{note}");
+    let all = text(&["--mpi-internal"]);
+    assert!(all.contains("  inside MPI_Init\n"), "{all}");
+    assert!(all.contains("keep_forever"), "{all}");
+    assert!(
+        !all.lines()
+            .any(|l| l.starts_with("not listed: ") && l.contains("inside MPI calls")),
+        "no such line with --mpi-internal: {all}"
+    );
+}

@@ -186,4 +186,10 @@ pub struct ReportArgs {
     /// sent with `bytes`).
     #[arg(long, value_enum, default_value = "count")]
     pub by: SortKey,
+    /// With `--by leaked`, list the contexts allocated inside MPI calls too:
+    /// the MPI library's own memory, which a job's report (taken in
+    /// MPI_Finalize, before the library frees it) shows as live. Left out
+    /// of the leak list by default and summed in one line.
+    #[arg(long)]
+    pub mpi_internal: bool,
 }

@@ -7,6 +7,7 @@ use wmhcct_format::{
 };
 
 pub use crate::cli::SortKey;
+use crate::mpi_internal::classify;
 use crate::symbolize::{kind_name, Symbols};
 
 /// The kind table of a tree, by the tree's name.
@@ -48,6 +49,11 @@ pub struct Context {
     /// The stack reached the frame limit: its outer callers, if any, were
     /// not recorded ([`stack_cut`]).
     pub cut: bool,
+    /// The MPI routine whose call allocated it (the MPI library's own
+    /// memory), or `thread of <module>` for a thread the MPI library started
+    /// ([`classify`]); `None` for the program's allocations and for the
+    /// contexts of MPI calls themselves.
+    pub inside_mpi: Option<String>,
 }
 
 /// Contexts and untraced pseudo-contexts of the allocation tree, and the
@@ -87,6 +93,7 @@ pub fn contexts(p: &Profile, syms: &Symbols) -> ContextList {
                 list.contexts.push(ctx);
             }
         }
+        classify(&mut list.contexts, &p.meta.program);
     }
     if let Some(tree) = mpi_tree(p) {
         list.mpi = tree_contexts(p, tree, syms)
@@ -177,6 +184,7 @@ fn tree_contexts(p: &Profile, tree: &Tree, syms: &Symbols) -> Vec<(Context, bool
             spread,
             cut: stack_cut(&stack, p.config.max_depth),
             stack,
+            inside_mpi: None,
         };
         out.push((ctx, k >= UNTRACED_KIND));
     }

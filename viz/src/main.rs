@@ -17,6 +17,7 @@ mod h5series;
 mod input;
 mod label;
 mod merge;
+mod mpi_internal;
 mod output;
 mod plot;
 mod plot_contexts;

@@ -20,7 +20,13 @@ pub fn run(args: &ReportArgs) -> Result<()> {
         s.push('\n');
         s
     } else {
-        report_text::render(&loaded.profile, &list, args.top.unwrap_or(20), args.by)
+        report_text::render(
+            &loaded.profile,
+            &list,
+            args.top.unwrap_or(20),
+            args.by,
+            args.mpi_internal,
+        )
     };
     let mut stdout = std::io::stdout().lock();
     match stdout

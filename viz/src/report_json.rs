@@ -6,6 +6,7 @@ use wmhcct_format::{HeapStats, KindTotal, Profile, RankSummary, Spread, UnwindSt
 
 use crate::contexts::{Context, ContextList};
 use crate::h5layout::rank_count;
+use crate::mpi_internal::MpiOwn;
 
 /// Counters per event of unwinding, `None` when there were no events.
 fn per_event(n: u64, events: u64) -> Option<f64> {
@@ -134,6 +135,9 @@ struct ContextJson<'a> {
     stack: Vec<FrameJson<'a>>,
     /// The stack reached WMHCCT_MAX_DEPTH: outer callers not recorded.
     stack_cut: bool,
+    /// The MPI routine whose call allocated it (the MPI library's own
+    /// memory), or null.
+    inside_mpi: Option<&'a str>,
 }
 
 fn context_json(c: &Context, nranks: u32) -> ContextJson<'_> {
@@ -159,7 +163,22 @@ fn context_json(c: &Context, nranks: u32) -> ContextJson<'_> {
             })
             .collect(),
         stack_cut: c.cut,
+        inside_mpi: c.inside_mpi.as_deref(),
     }
+}
+
+/// Live bytes at the end in contexts allocated inside MPI calls, by routine.
+fn mpi_own_json(own: &MpiOwn) -> Value {
+    let by_routine: Map<String, Value> = own
+        .routines
+        .iter()
+        .map(|(r, b)| (r.clone(), json!(b)))
+        .collect();
+    json!({
+        "contexts": own.contexts,
+        "live_bytes": own.live_bytes,
+        "live_bytes_by_routine": by_routine,
+    })
 }
 
 /// The whole JSON document; `top` limits both context lists.
@@ -192,6 +211,7 @@ pub fn render(p: &Profile, format_version: u32, list: &ContextList, top: Option<
         "peak_bytes": p.heap.peak_bytes,
         "live_bytes": p.heap.live_bytes,
         "heap": heap_json(&p.heap),
+        "mpi_own": mpi_own_json(&MpiOwn::of(&list.contexts)),
         "config": {
             "phi": p.config.phi,
             "epsilon": p.config.epsilon,

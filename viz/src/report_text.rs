@@ -7,6 +7,7 @@ use wmhcct_format::Profile;
 
 use crate::contexts::{Context, ContextList, SortKey, StackFrame};
 use crate::h5layout::rank_count;
+use crate::mpi_internal::MpiOwn;
 use crate::repeats::runs_by;
 
 /// Source lines that stand for several call sites among the report's
@@ -80,8 +81,16 @@ fn ratio(n: u64, d: u64) -> String {
     }
 }
 
-/// The text report, contexts listed by `by` (the list is sorted by it).
-pub fn render(p: &Profile, list: &ContextList, top: usize, by: SortKey) -> String {
+/// The text report, contexts listed by `by` (the list is sorted by it);
+/// a leak list leaves out the MPI library's own memory unless
+/// `mpi_internal`.
+pub fn render(
+    p: &Profile,
+    list: &ContextList,
+    top: usize,
+    by: SortKey,
+    mpi_internal: bool,
+) -> String {
     let mut s = String::new();
     let m = &p.meta;
     let _ = writeln!(s, "program:   {}", m.program);
@@ -110,14 +119,32 @@ pub fn render(p: &Profile, list: &ContextList, top: usize, by: SortKey) -> Strin
     let secs = m.end_unix_ns.saturating_sub(m.start_unix_ns) as f64 / 1e9;
     let _ = writeln!(s, "duration:  {secs:.3} s (ended by {})", m.reason);
     let h = &p.heap;
+    // A job's report is taken in MPI_Finalize, before the MPI library's
+    // clean-up (and the program's, after it).
+    let end = if m.reason == "finalize" {
+        "MPI_Finalize"
+    } else {
+        "end"
+    };
     let _ = writeln!(
         s,
-        "heap:      peak {}, live at end {} in {} blocks, {} unknown frees",
+        "heap:      peak {}, live at {end} {} in {} blocks, {} unknown frees",
         exact_bytes(h.peak_bytes),
         human_bytes(h.live_bytes),
         h.live_blocks,
         h.unknown_frees
     );
+    let mpi_own = MpiOwn::of(&list.contexts);
+    if mpi_own.live_bytes > 0 {
+        let _ = writeln!(
+            s,
+            "           of it {} in {} contexts allocated inside MPI calls ({}): the MPI \
+             library's own",
+            human_bytes(mpi_own.live_bytes),
+            mpi_own.contexts,
+            routines(&mpi_own)
+        );
+    }
     let c = &p.config;
     let _ = writeln!(
         s,
@@ -155,10 +182,13 @@ pub fn render(p: &Profile, list: &ContextList, top: usize, by: SortKey) -> Strin
     );
 
     let all = list.contexts.len();
+    // The MPI library's own memory is no leak of the program's.
+    let skip_mpi_own = by == SortKey::Leaked && !mpi_internal;
     let listed: Vec<&Context> = list
         .contexts
         .iter()
         .filter(|c| by.value(c) > 0 || !by.lists_only_some())
+        .filter(|c| !(skip_mpi_own && c.inside_mpi.is_some()))
         .collect();
     let shown = listed.len().min(top);
     let n = listed.len();
@@ -180,6 +210,39 @@ pub fn render(p: &Profile, list: &ContextList, top: usize, by: SortKey) -> Strin
     let mut marked = false;
     for (i, ctx) in listed.into_iter().take(top).enumerate() {
         marked |= context(&mut s, i + 1, ctx, nranks, &alike);
+    }
+    if skip_mpi_own && mpi_own.contexts > 0 {
+        let _ = writeln!(
+            s,
+            "\nnot listed: {} contexts allocated inside MPI calls ({}), {} live at {end}: \
+             the MPI library's own memory{} (--mpi-internal lists them)",
+            mpi_own.contexts,
+            routines(&mpi_own),
+            human_bytes(mpi_own.live_bytes),
+            if end == "MPI_Finalize" {
+                ", most of which it frees after the report is taken"
+            } else {
+                ""
+            }
+        );
+    }
+    if by == SortKey::Leaked {
+        let listed_live: u64 = list
+            .contexts
+            .iter()
+            .chain(&list.untraced)
+            .map(|c| c.leaked_bytes)
+            .sum();
+        let cold = p.heap.live_bytes.saturating_sub(listed_live);
+        if cold > 0 {
+            let _ = writeln!(
+                s,
+                "\nnot listed: {} live at {end} in contexts below the hotness threshold \
+                 (phi {}; WMHCCT_EXACT=1 keeps every context)",
+                human_bytes(cold),
+                p.config.phi
+            );
+        }
     }
     if !list.mpi.is_empty() {
         let shown = list.mpi.len().min(top);
@@ -219,6 +282,20 @@ pub fn render(p: &Profile, list: &ContextList, top: usize, by: SortKey) -> Strin
         }
     }
     s
+}
+
+/// `MPI_Init 11.9 MiB, MPI_Isend 2.0 KiB` (the three largest, then `…`).
+fn routines(own: &MpiOwn) -> String {
+    let mut v: Vec<String> = own
+        .routines
+        .iter()
+        .take(3)
+        .map(|(r, b)| format!("{r} {}", human_bytes(*b)))
+        .collect();
+    if own.routines.len() > 3 {
+        v.push("…".into());
+    }
+    v.join(", ")
 }
 
 /// Per-rank exact scalars, the `top` ranks with the highest heap peak.
@@ -279,9 +356,13 @@ fn context(s: &mut String, rank: usize, c: &Context, nranks: u32, alike: &AlikeL
             format!(" (±{e})")
         }
     };
+    let inside = match &c.inside_mpi {
+        Some(r) => format!("  inside {r}"),
+        None => String::new(),
+    };
     let _ = writeln!(
         s,
-        "\n#{rank} {}  count {}{}  bytes {}{}  leaked {}  at-peak {}",
+        "\n#{rank} {}  count {}{}  bytes {}{}  leaked {}  at-peak {}{inside}",
         c.kind,
         c.count,
         err(c.count_err),
@@ -407,6 +488,7 @@ mod tests {
             spread: Default::default(),
             stack,
             cut: false,
+            inside_mpi: None,
         }
     }
 

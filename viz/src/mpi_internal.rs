@@ -1,0 +1,377 @@
+//! Memory the MPI library allocated for itself: contexts whose stack runs
+//! through an MPI routine (`MPI_Init`, `PMPI_Isend`, Fortran's `mpi_init_`)
+//! with none of the program's own code between that routine and the
+//! allocator, and contexts on the threads the library starts (Open MPI's
+//! PMIx and event-loop threads), which run none of the program's code.
+//!
+//! An MPI job's report is taken in `MPI_Finalize`, before the library frees
+//! its own state in the rest of `MPI_Finalize`, so without this distinction
+//! that state would head every leak list. The MPI standard reserves the `MPI_` and `PMPI_`
+//! prefixes in every language (case-insensitively in Fortran), so a frame
+//! named so is the library's entry point, never the program's.
+
+use std::collections::HashSet;
+
+use crate::contexts::{Context, StackFrame};
+
+/// Whether `name` is an MPI routine of the C or Fortran bindings in any of
+/// their manglings: `MPI_Send`, `PMPI_Send`, `mpi_send_`, `mpi_send__`,
+/// `MPI_SEND`, `mpi_send_f08_`.
+pub fn is_mpi_routine(name: &str) -> bool {
+    let b = name.as_bytes();
+    let rest = if b.len() > 4 && b[..4].eq_ignore_ascii_case(b"mpi_") {
+        &b[4..]
+    } else if b.len() > 5 && b[..5].eq_ignore_ascii_case(b"pmpi_") {
+        &b[5..]
+    } else {
+        return false;
+    };
+    rest[0].is_ascii_alphabetic() && rest.iter().all(|&c| c.is_ascii_alphanumeric() || c == b'_')
+}
+
+/// The MPI routine whose call made this allocation, for a stack innermost
+/// first: the index of the outermost frame that is an MPI routine, when no
+/// frame of the program's executable (`program`, a module path) lies between
+/// it and the allocator. A callback of the program's run by MPI (a reduction
+/// operator, an error handler) that allocates is the program's.
+fn mpi_routine_at(stack: &[StackFrame], program: &str) -> Option<usize> {
+    let outer = stack.iter().rposition(|f| is_mpi_routine(&f.function))?;
+    let program_between = stack[..outer].iter().any(|f| in_program(f, program));
+    (!program_between).then_some(outer)
+}
+
+fn in_program(f: &StackFrame, program: &str) -> bool {
+    !program.is_empty() && f.module == program
+}
+
+/// How a context's owner is named: the MPI routine as the program called
+/// it (`PMPI_Send`, which the tracer's wrapper may hand on to, is
+/// `MPI_Send`).
+fn routine_name(function: &str) -> String {
+    match function.get(..5) {
+        Some(p) if p.eq_ignore_ascii_case("pmpi_") => function[1..].to_string(),
+        _ => function.to_string(),
+    }
+}
+
+/// Where a thread's own code begins: `start_thread` (glibc) calls it.
+const THREAD_STARTS: [&str; 3] = ["start_thread", "clone3", "clone"];
+
+/// Set each context's [`Context::inside_mpi`]: the MPI routine whose call
+/// allocated it, or `thread of <module>` for a context on a thread the MPI
+/// library started. Such a thread's stack holds no frame of the program's
+/// and no MPI routine, and a frame of a module of the library's: one whose
+/// code runs inside MPI calls (in the contexts allocated there) and never
+/// in the program's own contexts (those with a frame of the program and no
+/// MPI routine, so that libc or libstdc++ are not taken for the library).
+pub fn classify(contexts: &mut [Context], program: &str) {
+    let mut library: HashSet<String> = HashSet::new();
+    let mut programs: HashSet<&str> = HashSet::new();
+    let mut routines = Vec::with_capacity(contexts.len());
+    for c in contexts.iter() {
+        let at = mpi_routine_at(&c.stack, program);
+        match at {
+            Some(i) => library.extend(c.stack[..i].iter().map(|f| f.module.clone())),
+            None if c.stack.iter().any(|f| in_program(f, program)) => {
+                programs.extend(c.stack.iter().map(|f| f.module.as_str()))
+            }
+            None => {}
+        }
+        routines.push(at.map(|i| routine_name(&c.stack[i].function)));
+    }
+    library.retain(|m| !m.is_empty() && !programs.contains(m.as_str()));
+    for (c, routine) in contexts.iter_mut().zip(routines) {
+        c.inside_mpi = routine.or_else(|| library_thread(&c.stack, program, &library));
+    }
+}
+
+/// `thread of libpmix.so.2` for a stack of a thread the MPI library started
+/// (see [`classify`]): named by the module of the thread's start routine,
+/// else of its outermost frame in the library.
+fn library_thread(
+    stack: &[StackFrame],
+    program: &str,
+    library: &HashSet<String>,
+) -> Option<String> {
+    let start = stack
+        .iter()
+        .position(|f| THREAD_STARTS.contains(&f.function.as_str()))?;
+    if stack.iter().any(|f| in_program(f, program)) {
+        return None;
+    }
+    let owner = stack[..start]
+        .last()
+        .filter(|f| library.contains(&f.module))
+        .or_else(|| {
+            stack[..start]
+                .iter()
+                .rev()
+                .find(|f| library.contains(&f.module))
+        })?;
+    let name = owner.module.rsplit('/').next().unwrap_or(&owner.module);
+    Some(format!("thread of {name}"))
+}
+
+/// Contexts allocated inside MPI calls: how many, their live bytes at the
+/// end, and the routines they were allocated in (by live bytes, largest
+/// first).
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct MpiOwn {
+    pub contexts: usize,
+    pub live_bytes: u64,
+    pub routines: Vec<(String, u64)>,
+}
+
+impl MpiOwn {
+    /// Over the contexts that still held memory at the end.
+    pub fn of<'a>(contexts: impl IntoIterator<Item = &'a Context>) -> MpiOwn {
+        let mut own = MpiOwn::default();
+        for c in contexts {
+            let Some(r) = &c.inside_mpi else { continue };
+            if c.leaked_bytes == 0 {
+                continue;
+            }
+            own.contexts += 1;
+            own.live_bytes += c.leaked_bytes;
+            match own.routines.iter_mut().find(|(n, _)| n == r) {
+                Some((_, b)) => *b += c.leaked_bytes,
+                None => own.routines.push((r.clone(), c.leaked_bytes)),
+            }
+        }
+        own.routines
+            .sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+        own
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn frame(function: &str, module: &str) -> StackFrame {
+        StackFrame {
+            function: function.into(),
+            file: String::new(),
+            line: 0,
+            module: module.into(),
+            address: 0,
+        }
+    }
+
+    #[test]
+    fn mpi_routines_in_every_binding_and_mangling() {
+        for name in [
+            "MPI_Init",
+            "PMPI_Init",
+            "MPI_Init_thread",
+            "mpi_init_",
+            "mpi_init__",
+            "MPI_INIT",
+            "mpi_init",
+            "pmpi_init_",
+            "mpi_init_f08_",
+            "mpi_init_thread_f08",
+            "MPI_File_open",
+        ] {
+            assert!(is_mpi_routine(name), "{name}");
+        }
+        for name in [
+            "MPIR_Init_impl",
+            "MPID_Finalize",
+            "ompi_mpi_init",
+            "ompi_init_f",
+            "mca_btl_tcp_component_init",
+            "MPI_",
+            "mpi__x",
+            "mpi_1x",
+            "my_mpi_init",
+            "MPI_Init.cold",
+            "??",
+            "",
+        ] {
+            assert!(!is_mpi_routine(name), "{name}");
+        }
+    }
+
+    fn mpi_routine_of<'a>(stack: &'a [StackFrame], program: &str) -> Option<&'a str> {
+        mpi_routine_at(stack, program).map(|i| stack[i].function.as_str())
+    }
+
+    #[test]
+    fn the_outermost_mpi_routine_names_the_call_unless_the_program_runs_between() {
+        let app = "/work/app";
+        let lib = "/usr/lib/libmpi.so.40";
+        // main → MPI_Init (the tracer's wrapper) → PMPI_Init → … → malloc.
+        let init = [
+            frame("opal_hash_table_init", "/usr/lib/libopen-pal.so.40"),
+            frame("ompi_mpi_init", lib),
+            frame("PMPI_Init", lib),
+            frame("MPI_Init", "/opt/libwmhcct.so"),
+            frame("main", app),
+            frame("_start", app),
+        ];
+        assert_eq!(mpi_routine_of(&init, app), Some("MPI_Init"));
+        // A reduction operator of the program's, run by MPI_Allreduce.
+        let op = [
+            frame("my_op", app),
+            frame("ompi_op_reduce", lib),
+            frame("PMPI_Allreduce", lib),
+            frame("main", app),
+        ];
+        assert_eq!(mpi_routine_of(&op, app), None);
+        // … unless the program's path is unknown.
+        assert_eq!(mpi_routine_of(&op, ""), Some("PMPI_Allreduce"));
+        // The program's own allocation.
+        let own = [frame("solve", app), frame("main", app)];
+        assert_eq!(mpi_routine_of(&own, app), None);
+        // Fortran: MAIN__ → mpi_init_ → PMPI_Init.
+        let f = [
+            frame("opal_malloc", "/usr/lib/libopen-pal.so.40"),
+            frame("PMPI_Init", lib),
+            frame("mpi_init_", "/opt/libwmhcct.so"),
+            frame("MAIN__", app),
+        ];
+        assert_eq!(mpi_routine_of(&f, app), Some("mpi_init_"));
+    }
+
+    fn context(stack: Vec<StackFrame>, leaked: u64) -> Context {
+        Context {
+            kind: "malloc".into(),
+            count: 1,
+            count_err: 0,
+            bytes: leaked,
+            bytes_err: 0,
+            leaked_bytes: leaked,
+            peak_live_bytes: 0,
+            spread: Default::default(),
+            stack,
+            cut: false,
+            inside_mpi: None,
+        }
+    }
+
+    /// Open MPI's stacks: MPI_Init, a PMIx thread, the program's thread, and
+    /// a thread of the program that runs only library code (libgomp's pool).
+    #[test]
+    fn threads_the_mpi_library_started_are_its_own() {
+        let app = "/work/app";
+        let (libc, mpi) = ("/lib/libc.so.6", "/lib/libmpi.so.40");
+        let (pmix, event) = ("/lib/libpmix.so.2", "/lib/libevent_core-2.1.so.7");
+        let (gomp, pal) = ("/lib/libgomp.so.1", "/lib/libopen-pal.so.40");
+        let mut cs = vec![
+            // main → MPI_Init → … → pmix_rte_init → event_init → malloc
+            context(
+                vec![
+                    frame("event_init", event),
+                    frame("pmix_rte_init", pmix),
+                    frame("PMPI_Init", mpi),
+                    frame("main", app),
+                    frame("__libc_start_main", libc),
+                    frame("_start", app),
+                ],
+                100,
+            ),
+            // PMIx's progress thread.
+            context(
+                vec![
+                    frame("pmix_hash_store", pmix),
+                    frame("event_base_loop", event),
+                    frame("progress_engine", pmix),
+                    frame("start_thread", libc),
+                    frame("clone3", libc),
+                ],
+                40,
+            ),
+            // A thread of the program's.
+            context(
+                vec![
+                    frame("strdup", libc),
+                    frame("worker", app),
+                    frame("start_thread", libc),
+                    frame("clone3", libc),
+                ],
+                7,
+            ),
+            // libgomp's pool thread, between two of the program's frames
+            // elsewhere: libgomp never runs inside an MPI call here.
+            context(
+                vec![
+                    frame("gomp_malloc", gomp),
+                    frame("gomp_thread_start", gomp),
+                    frame("start_thread", libc),
+                    frame("clone3", libc),
+                ],
+                5,
+            ),
+            // A glibc helper thread: libc runs in the program's contexts too.
+            context(
+                vec![
+                    frame("helper", libc),
+                    frame("start_thread", libc),
+                    frame("clone3", libc),
+                ],
+                3,
+            ),
+            // A library thread whose start routine is not the library's.
+            context(
+                vec![
+                    frame("opal_malloc", pal),
+                    frame("event_base_loop", event),
+                    frame("thread_main", gomp),
+                    frame("start_thread", libc),
+                ],
+                2,
+            ),
+        ];
+        classify(&mut cs, app);
+        let got: Vec<Option<&str>> = cs.iter().map(|c| c.inside_mpi.as_deref()).collect();
+        assert_eq!(
+            got,
+            [
+                Some("MPI_Init"),
+                Some("thread of libpmix.so.2"),
+                None,
+                None,
+                None,
+                Some("thread of libevent_core-2.1.so.7"),
+            ]
+        );
+        // Without any context inside an MPI call, no module is the library's.
+        let mut threads = cs[1..].to_vec();
+        classify(&mut threads, app);
+        assert!(threads.iter().all(|c| c.inside_mpi.is_none()));
+    }
+
+    #[test]
+    fn mpi_own_sums_the_live_bytes_of_contexts_inside_mpi_by_routine() {
+        let ctx = |inside: Option<&str>, leaked: u64| Context {
+            kind: "malloc".into(),
+            count: 1,
+            count_err: 0,
+            bytes: leaked.max(1),
+            bytes_err: 0,
+            leaked_bytes: leaked,
+            peak_live_bytes: 0,
+            spread: Default::default(),
+            stack: Vec::new(),
+            cut: false,
+            inside_mpi: inside.map(String::from),
+        };
+        let list = [
+            ctx(Some("MPI_Init"), 100),
+            ctx(Some("MPI_Isend"), 300),
+            ctx(Some("MPI_Init"), 250),
+            ctx(Some("MPI_Init"), 0),
+            ctx(None, 1000),
+        ];
+        assert_eq!(
+            MpiOwn::of(&list),
+            MpiOwn {
+                contexts: 3,
+                live_bytes: 650,
+                routines: vec![("MPI_Init".into(), 350), ("MPI_Isend".into(), 300)],
+            }
+        );
+        assert_eq!(MpiOwn::of(&list[4..]), MpiOwn::default());
+    }
+}
