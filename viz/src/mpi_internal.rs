@@ -35,7 +35,11 @@ pub fn is_mpi_routine(name: &str) -> bool {
 /// it and the allocator. A callback of the program's run by MPI (a reduction
 /// operator, an error handler) that allocates is the program's.
 fn mpi_routine_at(stack: &[StackFrame], program: &str) -> Option<usize> {
-    let outer = stack.iter().rposition(|f| is_mpi_routine(&f.function))?;
+    // A function of the program's own executable is never the MPI
+    // library's entry point, whatever its name (C may name one `mpi_log`).
+    let outer = stack
+        .iter()
+        .rposition(|f| is_mpi_routine(&f.function) && !in_program(f, program))?;
     let program_between = stack[..outer].iter().any(|f| in_program(f, program));
     (!program_between).then_some(outer)
 }
@@ -224,6 +228,17 @@ mod tests {
         // The program's own allocation.
         let own = [frame("solve", app), frame("main", app)];
         assert_eq!(mpi_routine_of(&own, app), None);
+        // A function of the program's named like an MPI routine is the
+        // program's: C reserves only `MPI_` and `PMPI_`, case-sensitively.
+        let named = [frame("mpi_log", app), frame("main", app)];
+        assert_eq!(mpi_routine_of(&named, app), None);
+        let under = [
+            frame("strdup", "/lib/libc.so.6"),
+            frame("mpi_log", app),
+            frame("PMPI_Init", lib),
+            frame("main", app),
+        ];
+        assert_eq!(mpi_routine_of(&under, app), None);
         // Fortran: MAIN__ → mpi_init_ → PMPI_Init.
         let f = [
             frame("opal_malloc", "/usr/lib/libopen-pal.so.40"),
