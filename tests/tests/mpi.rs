@@ -306,4 +306,65 @@ fn the_leak_list_leaves_out_the_mpi_librarys_own_memory() {
             .any(|l| l.starts_with("not listed: ") && l.contains("inside MPI calls")),
         "no such line with --mpi-internal: {all}"
     );
+
+    // The folded export of the leaks leaves the same memory out, and says so.
+    let folded = |extra: &[&str]| {
+        let mut args = vec![
+            "export",
+            h5.to_str().unwrap(),
+            "--format",
+            "folded",
+            "--weight",
+            "leaked",
+        ];
+        args.extend_from_slice(extra);
+        let out = run_cmd(&mut command(bin(), &args, &dir), TIMEOUT);
+        assert_eq!(out.code, 0, "{}", out.describe());
+        out
+    };
+    let weights = |text: &str| -> Vec<(String, u64)> {
+        text.lines()
+            .map(|l| {
+                let (stack, w) = l.rsplit_once(' ').unwrap_or_else(|| panic!("{l}"));
+                (
+                    stack.to_string(),
+                    w.parse().unwrap_or_else(|_| panic!("{l}")),
+                )
+            })
+            .collect()
+    };
+    let program_only = folded(&[]);
+    let lines = weights(&program_only.stdout);
+    let kept_line = lines
+        .iter()
+        .find(|(s, _)| s.contains("keep_forever"))
+        .unwrap_or_else(|| panic!("{}", program_only.stdout));
+    assert_eq!(kept_line.1, 10 * 3000, "{kept_line:?}");
+    assert!(
+        !lines
+            .iter()
+            .any(|(s, _)| s.contains("PMPI_Init") || s.contains(";MPI_Init;")),
+        "{}",
+        program_only.stdout
+    );
+    assert!(
+        program_only.stderr.contains("--mpi-internal keeps them"),
+        "{}",
+        program_only.describe()
+    );
+    let with_mpi = folded(&["--mpi-internal"]);
+    assert!(with_mpi.stderr.is_empty(), "{}", with_mpi.describe());
+    let all_lines = weights(&with_mpi.stdout);
+    let sum = |v: &[(String, u64)]| v.iter().map(|(_, w)| w).sum::<u64>();
+    assert!(
+        sum(&all_lines) >= sum(&lines) + init,
+        "{} vs {}",
+        sum(&all_lines),
+        sum(&lines)
+    );
+    assert!(
+        all_lines.iter().any(|(s, _)| s.contains("MPI_Init")),
+        "{}",
+        with_mpi.stdout
+    );
 }

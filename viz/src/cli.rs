@@ -83,6 +83,11 @@ pub struct ExportArgs {
     /// `leaked` and `peak` give flame graphs of the leaks and of the peak).
     #[arg(long, value_enum, default_value = "bytes")]
     pub weight: SortKey,
+    /// With `--weight leaked`, keep the stacks allocated inside MPI calls
+    /// (the MPI library's own memory, live when a job's report is taken in
+    /// MPI_Finalize); left out by default, as in `report --by leaked`.
+    #[arg(long)]
+    pub mpi_internal: bool,
     /// Output file (default: standard output).
     #[arg(short, long)]
     pub output: Option<PathBuf>,

@@ -1,13 +1,14 @@
 //! `wmhcct export`: collapsed stacks or the report JSON.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use anyhow::{Context as _, Result};
 use wmhcct_format::Profile;
 
 use crate::cli::{ExportArgs, ExportFormat, SortKey};
-use crate::contexts::contexts;
+use crate::contexts::{contexts, StackFrame};
 use crate::input::load;
+use crate::mpi_internal::owners;
 use crate::stacks::all_stacks;
 use crate::symbolize::Symbols;
 
@@ -23,18 +24,19 @@ fn clean(name: &str) -> String {
 }
 
 /// Collapsed stacks, root first, one line per distinct symbolised stack
-/// (`a;b;c;malloc 1234`), in tree order; zero weights are left out.
-pub fn folded(p: &Profile, syms: &Symbols, weight: SortKey) -> String {
+/// (`a;b;c;malloc 1234`), in tree order; zero weights are left out, and
+/// so are the MPI library's own stacks in `skip`.
+pub fn folded(p: &Profile, syms: &Symbols, weight: SortKey, skip: &MpiSkip) -> String {
     let mut order: Vec<String> = Vec::new();
     let mut sums: HashMap<String, u64> = HashMap::new();
-    for s in all_stacks(p, syms) {
+    for (i, s) in all_stacks(p, syms).into_iter().enumerate() {
         let w = match weight {
             SortKey::Count => s.count,
             SortKey::Bytes => s.bytes,
             SortKey::Leaked => s.leaked_bytes,
             SortKey::Peak => s.peak_live_bytes,
         };
-        if w == 0 {
+        if w == 0 || skip.stacks.contains(&i) {
             continue;
         }
         let key = s
@@ -56,11 +58,58 @@ pub fn folded(p: &Profile, syms: &Symbols, weight: SortKey) -> String {
     out
 }
 
+/// The stacks (indices into [`all_stacks`]) the MPI library allocated for
+/// itself, which a folded export of the leaks leaves out, and their live
+/// bytes.
+#[derive(Default)]
+pub struct MpiSkip {
+    stacks: HashSet<usize>,
+    live_bytes: u64,
+}
+
+impl MpiSkip {
+    /// What `--weight leaked` leaves out without `--mpi-internal`: the
+    /// stacks allocated inside MPI calls or on the MPI library's threads
+    /// (`mpi_internal.rs`), which a job's report, taken in MPI_Finalize,
+    /// shows as live.
+    pub fn of(p: &Profile, syms: &Symbols) -> MpiSkip {
+        let all = all_stacks(p, syms);
+        let inner: Vec<Vec<StackFrame>> = all
+            .iter()
+            .map(|s| s.frames.iter().rev().cloned().collect())
+            .collect();
+        let refs: Vec<&[StackFrame]> = inner.iter().map(Vec::as_slice).collect();
+        let mut skip = MpiSkip::default();
+        for (i, owner) in owners(&refs, &p.meta.program).into_iter().enumerate() {
+            if owner.is_some() && !all[i].untraced {
+                skip.stacks.insert(i);
+                skip.live_bytes += all[i].leaked_bytes;
+            }
+        }
+        skip
+    }
+}
+
 pub fn run(args: &ExportArgs) -> Result<()> {
     let name = args.file.display().to_string();
     let loaded = load(&args.file).with_context(|| name.clone())?;
     let text = match args.format {
-        ExportFormat::Folded => folded(&loaded.profile, &loaded.symbols, args.weight),
+        ExportFormat::Folded => {
+            let skip = if args.weight == SortKey::Leaked && !args.mpi_internal {
+                MpiSkip::of(&loaded.profile, &loaded.symbols)
+            } else {
+                MpiSkip::default()
+            };
+            if skip.live_bytes > 0 {
+                eprintln!(
+                    "wmhcct: left out {} stacks with {} bytes live that the MPI library \
+                     allocated for itself (--mpi-internal keeps them)",
+                    skip.stacks.len(),
+                    skip.live_bytes
+                );
+            }
+            folded(&loaded.profile, &loaded.symbols, args.weight, &skip)
+        }
         ExportFormat::Json => {
             let list = contexts(&loaded.profile, &loaded.symbols);
             let v = crate::report_json::render(&loaded.profile, loaded.format_version, &list, None);

@@ -69,24 +69,36 @@ const THREAD_STARTS: [&str; 3] = ["start_thread", "clone3", "clone"];
 /// in the program's own contexts (those with a frame of the program and no
 /// MPI routine, so that libc or libstdc++ are not taken for the library).
 pub fn classify(contexts: &mut [Context], program: &str) {
+    let stacks: Vec<&[StackFrame]> = contexts.iter().map(|c| c.stack.as_slice()).collect();
+    let owners = owners(&stacks, program);
+    for (c, owner) in contexts.iter_mut().zip(owners) {
+        c.inside_mpi = owner;
+    }
+}
+
+/// [`classify`] over bare stacks, innermost frame first: for each, the MPI
+/// routine or `thread of <module>` that owns it, or `None`.
+pub fn owners(stacks: &[&[StackFrame]], program: &str) -> Vec<Option<String>> {
     let mut library: HashSet<String> = HashSet::new();
     let mut programs: HashSet<&str> = HashSet::new();
-    let mut routines = Vec::with_capacity(contexts.len());
-    for c in contexts.iter() {
-        let at = mpi_routine_at(&c.stack, program);
+    let mut routines = Vec::with_capacity(stacks.len());
+    for stack in stacks {
+        let at = mpi_routine_at(stack, program);
         match at {
-            Some(i) => library.extend(c.stack[..i].iter().map(|f| f.module.clone())),
-            None if c.stack.iter().any(|f| in_program(f, program)) => {
-                programs.extend(c.stack.iter().map(|f| f.module.as_str()))
+            Some(i) => library.extend(stack[..i].iter().map(|f| f.module.clone())),
+            None if stack.iter().any(|f| in_program(f, program)) => {
+                programs.extend(stack.iter().map(|f| f.module.as_str()))
             }
             None => {}
         }
-        routines.push(at.map(|i| routine_name(&c.stack[i].function)));
+        routines.push(at.map(|i| routine_name(&stack[i].function)));
     }
     library.retain(|m| !m.is_empty() && !programs.contains(m.as_str()));
-    for (c, routine) in contexts.iter_mut().zip(routines) {
-        c.inside_mpi = routine.or_else(|| library_thread(&c.stack, program, &library));
-    }
+    stacks
+        .iter()
+        .zip(routines)
+        .map(|(stack, routine)| routine.or_else(|| library_thread(stack, program, &library)))
+        .collect()
 }
 
 /// `thread of libpmix.so.2` for a stack of a thread the MPI library started
