@@ -16,6 +16,7 @@ mod h5reply;
 mod h5series;
 mod input;
 mod label;
+mod legend;
 mod merge;
 mod mpi_internal;
 mod output;

@@ -148,9 +148,12 @@ pub fn upper(max: f64) -> f64 {
     }
 }
 
+/// Colours [`palette`] has before it repeats.
+pub const PALETTE_LEN: usize = 8;
+
 /// Distinct line colours.
 pub fn palette(i: usize) -> RGBColor {
-    const C: [RGBColor; 8] = [
+    const C: [RGBColor; PALETTE_LEN] = [
         RGBColor(214, 39, 40),
         RGBColor(44, 160, 44),
         RGBColor(255, 127, 14),

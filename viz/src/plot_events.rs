@@ -5,7 +5,7 @@ use anyhow::Result;
 use plotters::coord::Shift;
 use plotters::prelude::*;
 
-use crate::plot::{font, palette, pe, upper, Data, Plot};
+use crate::plot::{font, palette, pe, upper, Data, Plot, PALETTE_LEN};
 use crate::plot_title::title;
 
 pub struct Events;
@@ -98,7 +98,7 @@ impl Plot for Events {
             .y_desc("allocation size (bytes, log)")
             .label_style(font(13))
             .axis_desc_style(font(15))
-            .y_label_formatter(&|v| human(*v))
+            .y_label_formatter(&|v| crate::plot::short_number(*v))
             .draw()
             .map_err(pe)?;
         chart
@@ -110,29 +110,23 @@ impl Plot for Events {
             .map_err(pe)?;
         let sampled: usize = s.per_rank.iter().map(|r| r.samples.len()).sum();
         let from: u64 = s.per_rank.iter().map(|r| r.sampled_from).sum();
-        bottom
-            .draw_text(
-                &format!("{sampled} sampled of {from} allocations"),
-                &font(13),
-                (110, 14),
-            )
-            .map_err(pe)?;
+        let note = format!("{sampled} sampled of {from} allocations");
+        let style = font(13);
+        bottom.draw_text(&note, &style, (110, 14)).map_err(pe)?;
+        // Which colour is which rank, while the colours are distinct.
+        if s.per_rank.len() > 1 && s.per_rank.len() <= PALETTE_LEN {
+            let (w, h) = bottom.estimate_text_size(&note, &style).map_err(pe)?;
+            let mut x = 110 + w as i32 + 24;
+            let y = 14 + h as i32 / 2;
+            for (k, r) in s.per_rank.iter().enumerate() {
+                bottom
+                    .draw(&Circle::new((x, y), 4, palette(k).filled()))
+                    .map_err(pe)?;
+                let name = format!("rank {}", r.rank);
+                bottom.draw_text(&name, &style, (x + 8, 14)).map_err(pe)?;
+                x += 8 + bottom.estimate_text_size(&name, &style).map_err(pe)?.0 as i32 + 16;
+            }
+        }
         Ok(())
-    }
-}
-
-/// 1536 → `1.5K`.
-fn human(v: f64) -> String {
-    const U: [&str; 5] = ["", "K", "M", "G", "T"];
-    let mut v = v;
-    let mut u = 0;
-    while v >= 1024.0 && u + 1 < U.len() {
-        v /= 1024.0;
-        u += 1;
-    }
-    if v.fract() == 0.0 {
-        format!("{v:.0}{}", U[u])
-    } else {
-        format!("{v:.1}{}", U[u])
     }
 }

@@ -5,6 +5,7 @@ use anyhow::Result;
 use plotters::coord::Shift;
 use plotters::prelude::*;
 
+use crate::legend::{box_size, place};
 use crate::plot::{font, mib, palette, pe, upper, Data, Plot};
 use crate::plot_title::title;
 
@@ -38,15 +39,56 @@ impl Plot for Memory {
             }
         };
         let ymax = s.live.max.iter().copied().max().unwrap_or(0) as f64;
+        let covered: Vec<usize> = (0..n).filter(|&i| s.ranks[i] > 0).collect();
+        let mut top: Vec<_> = s.per_rank.iter().collect();
+        top.sort_by(|a, b| b.peak_bytes.cmp(&a.peak_bytes).then(a.rank.cmp(&b.rank)));
+        top.truncate(if s.nranks > 1 { TOP_RANKS } else { 0 });
+        let band_label = if s.approximate {
+            "min–max across ranks (min approximate)"
+        } else {
+            "min–max across ranks"
+        };
+        let mean_label = if s.nranks > 1 {
+            "mean across ranks"
+        } else {
+            "live heap (max per bin)"
+        };
+        let mut labels: Vec<String> = Vec::new();
+        if s.nranks > 1 {
+            labels.push(band_label.to_string());
+        }
+        labels.push(mean_label.to_string());
+        labels.extend(
+            top.iter()
+                .map(|r| format!("rank {} (peak {:.1} MiB)", r.rank, mib(r.peak_bytes as f64))),
+        );
         let area = root
             .titled(&title(&d.profile, "Live heap over time"), font(22))
             .map_err(pe)?;
-        let mut chart = ChartBuilder::on(&area)
-            .margin(16)
-            .x_label_area_size(50)
-            .y_label_area_size(80)
-            .build_cartesian_2d(0f64..upper(n as f64 * w), 0f64..upper(mib(ymax)))
-            .map_err(pe)?;
+        let x_top = upper(n as f64 * w);
+        let chart_on = |y_top: f64| {
+            ChartBuilder::on(&area)
+                .margin(16)
+                .x_label_area_size(50)
+                .y_label_area_size(80)
+                .build_cartesian_2d(0f64..x_top, 0f64..y_top)
+        };
+        // The legend goes where it hides no data (`legend.rs`): the band's
+        // top (or the one rank's line) is the highest thing drawn.
+        let plot_px = chart_on(1.0).map_err(pe)?.plotting_area().dim_in_pixel();
+        let highest: Vec<(f64, f64)> = covered
+            .iter()
+            .map(|&i| (x(i), mib(s.live.max[i] as f64)))
+            .collect();
+        let (corner, y_top) = place(
+            &highest,
+            x_top,
+            w,
+            mib(ymax),
+            plot_px,
+            box_size(&labels, &font(14)),
+        );
+        let mut chart = chart_on(upper(y_top)).map_err(pe)?;
         chart
             .configure_mesh()
             .x_desc("time (s)")
@@ -55,7 +97,6 @@ impl Plot for Memory {
             .axis_desc_style(font(16))
             .draw()
             .map_err(pe)?;
-        let covered: Vec<usize> = (0..n).filter(|&i| s.ranks[i] > 0).collect();
         let band_color = RGBColor(31, 119, 180);
         if s.nranks > 1 {
             let mut band: Vec<(f64, f64)> = covered
@@ -71,11 +112,7 @@ impl Plot for Memory {
             chart
                 .draw_series(std::iter::once(Polygon::new(band, band_color.mix(0.25))))
                 .map_err(pe)?
-                .label(if s.approximate {
-                    "min–max across ranks (min approximate)"
-                } else {
-                    "min–max across ranks"
-                })
+                .label(band_label)
                 .legend(move |(x, y)| {
                     Rectangle::new([(x, y - 5), (x + 20, y + 5)], band_color.mix(0.25).filled())
                 });
@@ -86,39 +123,69 @@ impl Plot for Memory {
                 band_color.stroke_width(2),
             ))
             .map_err(pe)?
-            .label(if s.nranks > 1 {
-                "mean across ranks"
-            } else {
-                "live heap (max per bin)"
-            })
+            .label(mean_label)
             .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], band_color));
-        if s.nranks > 1 {
-            let mut top: Vec<_> = s.per_rank.iter().collect();
-            top.sort_by(|a, b| b.peak_bytes.cmp(&a.peak_bytes).then(a.rank.cmp(&b.rank)));
-            for (k, r) in top.into_iter().take(TOP_RANKS).enumerate() {
-                let c = palette(k);
-                chart
-                    .draw_series(LineSeries::new(
-                        covered.iter().map(|&i| (x(i), mib(r.live_max[i] as f64))),
-                        c.stroke_width(1),
-                    ))
-                    .map_err(pe)?
-                    .label(format!(
-                        "rank {} (peak {:.1} MiB)",
-                        r.rank,
-                        mib(r.peak_bytes as f64)
-                    ))
-                    .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], c));
-            }
+        for (k, (r, label)) in top
+            .iter()
+            .zip(&labels[labels.len() - top.len()..])
+            .enumerate()
+        {
+            let c = palette(k);
+            chart
+                .draw_series(LineSeries::new(
+                    rank_span(&covered, &r.live_max)
+                        .iter()
+                        .map(|&i| (x(i), mib(r.live_max[i] as f64))),
+                    c.stroke_width(1),
+                ))
+                .map_err(pe)?
+                .label(label)
+                .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], c));
         }
         chart
             .configure_series_labels()
-            .position(SeriesLabelPosition::UpperRight)
+            .position(corner)
             .background_style(WHITE.mix(0.85))
             .border_style(BLACK)
             .label_font(font(14))
             .draw()
             .map_err(pe)?;
         Ok(())
+    }
+}
+
+/// The bins of `covered` that one rank's run covers: from its first to its
+/// last with live heap. The job's series keeps no extent per rank, and a
+/// rank's series holds zeros before it started and after it ended, which
+/// drawn as they are drop its line to 0 at the end of the job (the demo's
+/// rank that finished first). Between, an MPI rank always has memory live:
+/// the MPI library's state, from MPI_Init to the report in MPI_Finalize.
+fn rank_span<'a>(covered: &'a [usize], live_max: &[u64]) -> &'a [usize] {
+    let live = |i: &usize| live_max.get(*i).is_some_and(|&b| b > 0);
+    match (
+        covered.iter().position(live),
+        covered.iter().rposition(live),
+    ) {
+        (Some(a), Some(b)) => &covered[a..=b],
+        _ => &[],
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_ranks_line_spans_its_run_only() {
+        let covered = [0, 1, 2, 3, 4, 5, 6];
+        // Started in bin 1, a bin with nothing live inside its run, ended
+        // after bin 4.
+        let live = [0, 5, 7, 0, 3, 0, 0];
+        assert_eq!(rank_span(&covered, &live), [1, 2, 3, 4]);
+        assert!(rank_span(&covered, &[0; 7]).is_empty());
+        // A series shorter than the job's (never on the job's grid, but
+        // drawn safely).
+        assert_eq!(rank_span(&covered, &[1, 1]), [0, 1]);
+        assert_eq!(rank_span(&[2, 3], &[0, 0, 4, 4]), [2, 3]);
     }
 }
