@@ -4,6 +4,7 @@
 use anyhow::Result;
 use plotters::coord::Shift;
 use plotters::prelude::*;
+use plotters::style::text_anchor::{HPos, Pos, VPos};
 
 use crate::plot::{font, mib, pe, upper, Data, Plot};
 use crate::plot_title::title;
@@ -139,10 +140,12 @@ where
         .map_err(pe)?;
     if let Some(k) = v.iter().position(|r| r.0 == max_rank) {
         chart
+            // Centred just above the bar (a text's anchor is its top left
+            // by default, which put the label over the bar's top edge).
             .draw_series(std::iter::once(Text::new(
                 format!("max: rank {max_rank}"),
-                (SegmentValue::Exact(k), mib(max_peak as f64) * 1.01),
-                font(13),
+                (SegmentValue::CenterOf(k), mib(max_peak as f64) * 1.01),
+                font(13).pos(Pos::new(HPos::Center, VPos::Bottom)),
             )))
             .map_err(pe)?;
     }
