@@ -14,16 +14,18 @@
 #define THREADS 4
 #define CALLS 2000
 
-void *volatile keep;
+/* One slot per thread: a shared one let a thread free another's block
+ * (and both free it: glibc's "double free detected", natively too). */
+void *volatile keep[THREADS];
 static unsigned long bytes[THREADS];
 
 __attribute__((noinline)) void small_thread_alloc(int id) {
     for (int i = 0; i < CALLS; i++) {
         size_t n = 16 + (size_t)(i % 7) * 8;
-        keep = malloc(n);
-        if (!keep) abort();
+        keep[id] = malloc(n);
+        if (!keep[id]) abort();
         bytes[id] += n;
-        free(keep);
+        free(keep[id]);
     }
 }
 
