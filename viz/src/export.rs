@@ -3,14 +3,12 @@
 use std::collections::{HashMap, HashSet};
 
 use anyhow::{Context as _, Result};
-use wmhcct_format::Profile;
 
 use crate::cli::{ExportArgs, ExportFormat, SortKey};
 use crate::contexts::{contexts, StackFrame};
 use crate::input::load;
 use crate::mpi_internal::owners;
-use crate::stacks::all_stacks;
-use crate::symbolize::Symbols;
+use crate::stacks::{all_stacks, Stack};
 
 /// A name usable in a folded line (`;` separates frames, newlines end lines).
 fn clean(name: &str) -> String {
@@ -26,10 +24,10 @@ fn clean(name: &str) -> String {
 /// Collapsed stacks, root first, one line per distinct symbolised stack
 /// (`a;b;c;malloc 1234`), in tree order; zero weights are left out, and
 /// so are the MPI library's own stacks in `skip`.
-pub fn folded(p: &Profile, syms: &Symbols, weight: SortKey, skip: &MpiSkip) -> String {
+pub fn folded(stacks: &[Stack], weight: SortKey, skip: &MpiSkip) -> String {
     let mut order: Vec<String> = Vec::new();
     let mut sums: HashMap<String, u64> = HashMap::new();
-    for (i, s) in all_stacks(p, syms).into_iter().enumerate() {
+    for (i, s) in stacks.iter().enumerate() {
         let w = match weight {
             SortKey::Count => s.count,
             SortKey::Bytes => s.bytes,
@@ -72,15 +70,14 @@ impl MpiSkip {
     /// stacks allocated inside MPI calls or on the MPI library's threads
     /// (`mpi_internal.rs`), which a job's report, taken in MPI_Finalize,
     /// shows as live.
-    pub fn of(p: &Profile, syms: &Symbols) -> MpiSkip {
-        let all = all_stacks(p, syms);
+    pub fn of(all: &[Stack], program: &str) -> MpiSkip {
         let inner: Vec<Vec<StackFrame>> = all
             .iter()
             .map(|s| s.frames.iter().rev().cloned().collect())
             .collect();
         let refs: Vec<&[StackFrame]> = inner.iter().map(Vec::as_slice).collect();
         let mut skip = MpiSkip::default();
-        for (i, owner) in owners(&refs, &p.meta.program).into_iter().enumerate() {
+        for (i, owner) in owners(&refs, program).into_iter().enumerate() {
             if owner.is_some() && !all[i].untraced {
                 skip.stacks.insert(i);
                 skip.live_bytes += all[i].leaked_bytes;
@@ -95,8 +92,9 @@ pub fn run(args: &ExportArgs) -> Result<()> {
     let loaded = load(&args.file).with_context(|| name.clone())?;
     let text = match args.format {
         ExportFormat::Folded => {
+            let stacks = all_stacks(&loaded.profile, &loaded.symbols);
             let skip = if args.weight == SortKey::Leaked && !args.mpi_internal {
-                MpiSkip::of(&loaded.profile, &loaded.symbols)
+                MpiSkip::of(&stacks, &loaded.profile.meta.program)
             } else {
                 MpiSkip::default()
             };
@@ -108,7 +106,7 @@ pub fn run(args: &ExportArgs) -> Result<()> {
                     skip.live_bytes
                 );
             }
-            folded(&loaded.profile, &loaded.symbols, args.weight, &skip)
+            folded(&stacks, args.weight, &skip)
         }
         ExportFormat::Json => {
             let list = contexts(&loaded.profile, &loaded.symbols);
