@@ -265,19 +265,17 @@ fn the_leak_list_leaves_out_the_mpi_librarys_own_memory() {
     }
     assert!(u64_of(&own["contexts"]) as usize <= inside, "{own}");
 
-    let text = |extra: &[&str]| {
-        let mut args = vec![
-            "report",
-            h5.to_str().unwrap(),
-            "--by",
-            "leaked",
-            "--top",
-            "1000",
-        ];
-        args.extend_from_slice(extra);
-        let out = run_cmd(&mut command(bin(), &args, &dir), TIMEOUT);
+    // `wmhcct <verb> job.h5 <args…>`, which must succeed.
+    let wmhcct = |verb: &str, args: &[&str]| {
+        let mut all = vec![verb, h5.to_str().unwrap()];
+        all.extend_from_slice(args);
+        let out = run_cmd(&mut command(bin(), &all, &dir), TIMEOUT);
         assert_eq!(out.code, 0, "{}", out.describe());
-        out.stdout
+        out
+    };
+    let text = |extra: &[&str]| {
+        let args = [&["--by", "leaked", "--top", "1000"], extra].concat();
+        wmhcct("report", &args).stdout
     };
     let plain = text(&[]);
     assert!(plain.contains("live at MPI_Finalize"), "{plain}");
@@ -309,18 +307,8 @@ fn the_leak_list_leaves_out_the_mpi_librarys_own_memory() {
 
     // The folded export of the leaks leaves the same memory out, and says so.
     let folded = |extra: &[&str]| {
-        let mut args = vec![
-            "export",
-            h5.to_str().unwrap(),
-            "--format",
-            "folded",
-            "--weight",
-            "leaked",
-        ];
-        args.extend_from_slice(extra);
-        let out = run_cmd(&mut command(bin(), &args, &dir), TIMEOUT);
-        assert_eq!(out.code, 0, "{}", out.describe());
-        out
+        let args = [&["--format", "folded", "--weight", "leaked"], extra].concat();
+        wmhcct("export", &args)
     };
     let weights = |text: &str| -> Vec<(String, u64)> {
         text.lines()

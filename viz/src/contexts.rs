@@ -56,6 +56,41 @@ pub struct Context {
     pub inside_mpi: Option<String>,
 }
 
+/// Unit tests' frames and contexts, with only what a test sets.
+#[cfg(test)]
+impl StackFrame {
+    /// A frame of `function` in `module`, without file, line or address.
+    pub fn named(function: &str, module: &str) -> StackFrame {
+        StackFrame {
+            function: function.into(),
+            file: String::new(),
+            line: 0,
+            module: module.into(),
+            address: 0,
+        }
+    }
+}
+
+#[cfg(test)]
+impl Context {
+    /// One exact call of `kind` at `stack`, with no bytes.
+    pub fn of_stack(kind: &str, stack: Vec<StackFrame>) -> Context {
+        Context {
+            kind: kind.into(),
+            count: 1,
+            count_err: 0,
+            bytes: 0,
+            bytes_err: 0,
+            leaked_bytes: 0,
+            peak_live_bytes: 0,
+            spread: Default::default(),
+            stack,
+            cut: false,
+            inside_mpi: None,
+        }
+    }
+}
+
 /// Contexts and untraced pseudo-contexts of the allocation tree, and the
 /// contexts of MPI calls, each sorted by count descending, then bytes
 /// descending.

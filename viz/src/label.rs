@@ -210,13 +210,7 @@ mod tests {
     use super::*;
 
     fn f(function: &str, module: &str) -> StackFrame {
-        StackFrame {
-            function: function.into(),
-            file: String::new(),
-            line: 0,
-            module: module.into(),
-            address: 0,
-        }
+        StackFrame::named(function, module)
     }
 
     #[test]

@@ -165,13 +165,7 @@ mod tests {
     use super::*;
 
     fn frame(function: &str, module: &str) -> StackFrame {
-        StackFrame {
-            function: function.into(),
-            file: String::new(),
-            line: 0,
-            module: module.into(),
-            address: 0,
-        }
+        StackFrame::named(function, module)
     }
 
     #[test]
@@ -263,17 +257,9 @@ mod tests {
 
     fn context(stack: Vec<StackFrame>, leaked: u64) -> Context {
         Context {
-            kind: "malloc".into(),
-            count: 1,
-            count_err: 0,
             bytes: leaked,
-            bytes_err: 0,
             leaked_bytes: leaked,
-            peak_live_bytes: 0,
-            spread: Default::default(),
-            stack,
-            cut: false,
-            inside_mpi: None,
+            ..Context::of_stack("malloc", stack)
         }
     }
 
@@ -372,17 +358,10 @@ mod tests {
     #[test]
     fn mpi_own_sums_the_live_bytes_of_contexts_inside_mpi_by_routine() {
         let ctx = |inside: Option<&str>, leaked: u64| Context {
-            kind: "malloc".into(),
-            count: 1,
-            count_err: 0,
             bytes: leaked.max(1),
-            bytes_err: 0,
             leaked_bytes: leaked,
-            peak_live_bytes: 0,
-            spread: Default::default(),
-            stack: Vec::new(),
-            cut: false,
             inside_mpi: inside.map(String::from),
+            ..Context::of_stack("malloc", Vec::new())
         };
         let list = [
             ctx(Some("MPI_Init"), 100),

@@ -478,17 +478,9 @@ mod tests {
 
     fn ctx(stack: Vec<StackFrame>) -> Context {
         Context {
-            kind: "MPI_Sendrecv".into(),
             count: 400,
-            count_err: 0,
             bytes: 8192,
-            bytes_err: 0,
-            leaked_bytes: 0,
-            peak_live_bytes: 0,
-            spread: Default::default(),
-            stack,
-            cut: false,
-            inside_mpi: None,
+            ..Context::of_stack("MPI_Sendrecv", stack)
         }
     }
 
