@@ -279,6 +279,38 @@ fn the_leak_list_leaves_out_the_mpi_librarys_own_memory() {
     };
     let plain = text(&[]);
     assert!(plain.contains("live at MPI_Finalize"), "{plain}");
+    // The ranks table: one row per rank, its allocator calls those of the
+    // JSON's rank, and everything live at the end (not only leaks) named so.
+    let table: Vec<&str> = plain
+        .split_once(&format!("ranks by heap peak (top {RANKS} of {RANKS}):\n"))
+        .unwrap_or_else(|| panic!("{plain}"))
+        .1
+        .lines()
+        .collect();
+    assert!(table[0].contains("live at end"), "{}", table[0]);
+    let mut seen = Vec::new();
+    let n = RANKS as usize;
+    for row in &table[1..=n] {
+        let cells: Vec<&str> = row.split_whitespace().collect();
+        let rank: u64 = cells[0].parse().unwrap_or_else(|_| panic!("{row}"));
+        let detail = r["ranks_detail"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|d| d["rank"] == rank)
+            .unwrap_or_else(|| panic!("rank {rank}: {}", r["ranks_detail"]));
+        let calls: u64 = detail["totals"]
+            .as_object()
+            .unwrap()
+            .iter()
+            .filter(|(k, _)| !k.starts_with("MPI_") || *k == "MPI_Alloc_mem")
+            .map(|(_, t)| u64_of(&t["count"]))
+            .sum();
+        assert_eq!(cells[2], calls.to_string(), "{row}");
+        seen.push(rank);
+    }
+    seen.sort();
+    assert_eq!(seen, (0..RANKS).collect::<Vec<u64>>(), "{plain}");
     let leaks = plain
         .split("\ntop ")
         .nth(1)

@@ -316,7 +316,9 @@ fn ranks_table(s: &mut String, p: &Profile, top: usize) {
         "host",
         "alloc events",
         "peak",
-        "leaked",
+        // Everything live when the rank's profile was taken (in a job, at
+        // MPI_Finalize: the MPI library's state too), not only leaks.
+        "live at end",
         "accuracy"
     );
     for r in ranks.into_iter().take(top) {
