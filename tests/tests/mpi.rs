@@ -9,7 +9,7 @@
 
 mod mpi_common;
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use mpi_common::*;
 use wmhcct_e2e::*;
@@ -35,19 +35,28 @@ fn traced(exe: &Path, args: &[&str], dir: &Path, report: &Path, env: &[(&str, &s
     )
 }
 
-fn run_pattern(compiler: &str, src: &str, alloc_kind: &str, size_a: u64, size_b: u64) {
-    let work = workdir(src);
+/// `src` built with `compiler` and run traced on 4 ranks in a work
+/// directory named `name`: its output has `"<said> on 4 ranks"`, and the job
+/// is clean (exit 0, one closing line, rank 0's, naming the report, no spill
+/// files). Returns the directory (removed when dropped after a pass) and the
+/// report.
+fn clean_job(name: &str, compiler: &str, src: &str, said: &str) -> (WorkDir, PathBuf) {
+    let work = workdir(name);
     let dir = work.path.clone();
     let exe = mpi_compile(compiler, src, &dir, &[]);
     let h5 = dir.join("job.h5");
     let run = traced(&exe, &[], &dir, &h5, &[]);
     assert!(
-        run.stdout.contains(&format!("done on {RANKS} ranks")),
+        run.stdout.contains(&format!("{said} on {RANKS} ranks")),
         "{}",
         run.describe()
     );
-    // Exit 0, one closing line (rank 0's) naming the report, no spill files.
     assert_clean_job(&run, &h5);
+    (work, h5)
+}
+
+fn run_pattern(compiler: &str, src: &str, alloc_kind: &str, size_a: u64, size_b: u64) {
+    let (_work, h5) = clean_job(src, compiler, src, "done");
     check_pattern(&report_json(&h5), alloc_kind, size_a, size_b);
 }
 
@@ -215,17 +224,8 @@ fn heuristic_exact_on_the_mpi_stencil() {
 /// library thread that allocated it.
 #[test]
 fn the_leak_list_leaves_out_the_mpi_librarys_own_memory() {
-    let work = workdir("leak");
+    let (work, h5) = clean_job("leak", "mpicc", "mpi_leak.c", "leaked");
     let dir = work.path.clone();
-    let exe = mpi_compile("mpicc", "mpi_leak.c", &dir, &[]);
-    let h5 = dir.join("job.h5");
-    let run = traced(&exe, &[], &dir, &h5, &[]);
-    assert!(
-        run.stdout.contains(&format!("leaked on {RANKS} ranks")),
-        "{}",
-        run.describe()
-    );
-    assert_clean_job(&run, &h5);
     let r = report_json(&h5);
     // Rank r leaked r+1 blocks of 3000 bytes: 10 in all.
     let kept = context_with(&r, "malloc", "keep_forever");

@@ -53,15 +53,18 @@ impl Plot for Memory {
         } else {
             "live heap (max per bin)"
         };
-        let mut labels: Vec<String> = Vec::new();
-        if s.nranks > 1 {
-            labels.push(band_label.to_string());
-        }
-        labels.push(mean_label.to_string());
-        labels.extend(
-            top.iter()
-                .map(|r| format!("rank {} (peak {:.1} MiB)", r.rank, mib(r.peak_bytes as f64))),
-        );
+        let rank_labels: Vec<String> = top
+            .iter()
+            .map(|r| format!("rank {} (peak {:.1} MiB)", r.rank, mib(r.peak_bytes as f64)))
+            .collect();
+        // Every legend entry, in the order drawn.
+        let labels: Vec<String> = (s.nranks > 1)
+            .then_some(band_label)
+            .into_iter()
+            .chain([mean_label])
+            .map(String::from)
+            .chain(rank_labels.iter().cloned())
+            .collect();
         let area = root
             .titled(&title(&d.profile, "Live heap over time"), font(22))
             .map_err(pe)?;
@@ -125,11 +128,7 @@ impl Plot for Memory {
             .map_err(pe)?
             .label(mean_label)
             .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], band_color));
-        for (k, (r, label)) in top
-            .iter()
-            .zip(&labels[labels.len() - top.len()..])
-            .enumerate()
-        {
+        for (k, (r, label)) in top.iter().zip(&rank_labels).enumerate() {
             let c = palette(k);
             chart
                 .draw_series(LineSeries::new(
