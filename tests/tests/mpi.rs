@@ -217,13 +217,14 @@ fn heuristic_exact_on_the_mpi_stencil() {
     }
 }
 
-/// The leak list of a job's report is the program's: the MPI library's own
-/// state, live when the report is taken in MPI_Finalize (before the library
-/// frees it), is summed in one line instead of heading the list, and
-/// `--mpi-internal` lists it, each context named by the MPI call or the
-/// library thread that allocated it.
+/// The lists of a job's report are the program's: the MPI library's own
+/// allocations (its state, live when the report is taken in MPI_Finalize,
+/// before the library frees it) are summed in one line instead of heading
+/// the lists, and `--mpi-internal` lists them, each context named by the
+/// MPI call or the library thread that allocated it. Stacks hold no frame
+/// of the tracer's own, and the text's end at `main`.
 #[test]
-fn the_leak_list_leaves_out_the_mpi_librarys_own_memory() {
+fn the_lists_leave_out_the_mpi_librarys_own_allocations() {
     let (work, h5) = clean_job("leak", "mpicc", "mpi_leak.c", "leaked");
     let dir = work.path.clone();
     let r = report_json(&h5);
@@ -239,6 +240,16 @@ fn the_leak_list_leaves_out_the_mpi_librarys_own_memory() {
     );
     let mut inside = 0;
     for c in contexts(&r) {
+        let modules: Vec<&str> = c["stack"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(|f| f["module"].as_str())
+            .collect();
+        assert!(
+            !modules.iter().any(|m| m.contains("libwmhcct")),
+            "a frame of the tracer's own: {modules:?}"
+        );
         let names = stack_names(c);
         let in_program = names.iter().any(|f| f == "main");
         match c["inside_mpi"].as_str() {
@@ -277,6 +288,62 @@ fn the_leak_list_leaves_out_the_mpi_librarys_own_memory() {
         let args = [&["--by", "leaked", "--top", "1000"], extra].concat();
         wmhcct("report", &args).stdout
     };
+    // `(list, the not-listed line for the MPI library's)` of a text report.
+    let listed = |text: &str| -> (String, Option<String>) {
+        let list = text
+            .split("\ntop ")
+            .nth(1)
+            .and_then(|s| s.split("\nnot listed").next())
+            .unwrap_or_else(|| panic!("{text}"));
+        let note = text
+            .lines()
+            .find(|l| l.starts_with("not listed: ") && l.contains("inside MPI calls"));
+        (list.to_string(), note.map(String::from))
+    };
+
+    // By count (the default): the program's contexts, which end at main.
+    let by_count = wmhcct("report", &["--top", "1000"]).stdout;
+    let (list, note) = listed(&by_count);
+    for f in ["keep_forever", "scratch"] {
+        assert!(list.contains(&format!("    {f} (")), "{f}: {list}");
+    }
+    assert!(!list.contains("inside "), "{list}");
+    assert!(!list.contains("PMPI_Init"), "{list}");
+    assert!(by_count.contains("\n    main ("), "{by_count}");
+    assert!(!by_count.contains("__libc_start"), "{by_count}");
+    assert!(!by_count.contains("\n    _start ("), "{by_count}");
+    let note = note.unwrap_or_else(|| panic!("no line for the MPI library's: {by_count}"));
+    assert!(note.contains("(MPI_Init "), "{note}");
+    assert!(
+        note.contains(" calls: the MPI library's own allocations"),
+        "{note}"
+    );
+    assert!(note.contains("--mpi-internal"), "{note}");
+    let all_by_count = wmhcct("report", &["--top", "1000", "--mpi-internal"]).stdout;
+    let (list, note) = listed(&all_by_count);
+    assert!(list.contains("  inside MPI_Init\n"), "{list}");
+    assert!(list.contains("keep_forever"), "{list}");
+    assert!(note.is_none(), "{all_by_count}");
+    // The hottest-contexts plot leaves them out too, and says so.
+    for (extra, shown) in [(None, false), (Some("--mpi-internal"), true)] {
+        let out = dir.join(format!("plots-{shown}"));
+        let mut args = vec!["--out-dir", out.to_str().unwrap(), "--format", "svg"];
+        args.extend(extra);
+        wmhcct("plot", &args);
+        let svg = std::fs::read_to_string(out.join("contexts.svg")).unwrap();
+        assert!(svg.contains("scratch"), "{svg}");
+        assert_eq!(
+            svg.contains("not shown: the MPI library"),
+            !shown,
+            "{extra:?}"
+        );
+        assert_eq!(
+            svg.contains("libpmix") || svg.contains("libopen-pal"),
+            shown,
+            "{extra:?}"
+        );
+    }
+
     let plain = text(&[]);
     assert!(plain.contains("live at MPI_Finalize"), "{plain}");
     // The ranks table: one row per rank, its allocator calls those of the
@@ -311,31 +378,25 @@ fn the_leak_list_leaves_out_the_mpi_librarys_own_memory() {
     }
     seen.sort();
     assert_eq!(seen, (0..RANKS).collect::<Vec<u64>>(), "{plain}");
-    let leaks = plain
-        .split("\ntop ")
-        .nth(1)
-        .and_then(|s| s.split("\nnot listed").next())
-        .unwrap_or_else(|| panic!("{plain}"));
+    let (leaks, note) = listed(&plain);
     assert!(leaks.contains("keep_forever"), "{leaks}");
     assert!(
         !leaks.contains("inside "),
         "only the program's leaks listed: {leaks}"
     );
     assert!(!leaks.contains("PMPI_Init"), "{leaks}");
-    let note = plain
-        .lines()
-        .find(|l| l.starts_with("not listed: ") && l.contains("inside MPI calls"))
-        .unwrap_or_else(|| panic!("no line for the MPI library's memory: {plain}"));
+    let note = note.unwrap_or_else(|| panic!("no line for the MPI library's memory: {plain}"));
     assert!(note.contains("(MPI_Init "), "{note}");
+    assert!(
+        note.contains("live at MPI_Finalize: the MPI library's own memory"),
+        "{note}"
+    );
     assert!(note.contains("--mpi-internal"), "{note}");
     let all = text(&["--mpi-internal"]);
-    assert!(all.contains("  inside MPI_Init\n"), "{all}");
-    assert!(all.contains("keep_forever"), "{all}");
-    assert!(
-        !all.lines()
-            .any(|l| l.starts_with("not listed: ") && l.contains("inside MPI calls")),
-        "no such line with --mpi-internal: {all}"
-    );
+    let (list, note) = listed(&all);
+    assert!(list.contains("  inside MPI_Init\n"), "{all}");
+    assert!(list.contains("keep_forever"), "{all}");
+    assert!(note.is_none(), "no such line with --mpi-internal: {all}");
 
     // The folded export of the leaks leaves the same memory out, and says so.
     let folded = |extra: &[&str]| {

@@ -63,6 +63,11 @@ pub struct PlotArgs {
     /// Contexts in the hottest-contexts plot.
     #[arg(long, default_value_t = 10)]
     pub top: usize,
+    /// Show the contexts allocated inside MPI calls (the MPI library's own
+    /// allocations) in the hottest-contexts plot too; left out by default,
+    /// as in `report`, with their sum under the bars.
+    #[arg(long)]
+    pub mpi_internal: bool,
 }
 
 #[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
@@ -191,10 +196,11 @@ pub struct ReportArgs {
     /// sent with `bytes`).
     #[arg(long, value_enum, default_value = "count")]
     pub by: SortKey,
-    /// With `--by leaked`, list the contexts allocated inside MPI calls too:
-    /// the MPI library's own memory, which a job's report (taken in
-    /// MPI_Finalize, before the library frees it) shows as live. Left out
-    /// of the leak list by default and summed in one line.
+    /// List the contexts allocated inside MPI calls too: the MPI library's
+    /// own allocations (MPI_Init's start-up, its threads'), which a job's
+    /// report (taken in MPI_Finalize, before the library frees them) also
+    /// shows as live. Left out of the list by default and summed in one
+    /// line.
     #[arg(long)]
     pub mpi_internal: bool,
 }

@@ -207,7 +207,7 @@ fn tree_contexts(p: &Profile, tree: &Tree, syms: &Symbols) -> Vec<(Context, bool
                 bytes: Spread::single(node.bytes, p.meta.rank.unwrap_or(0)),
             },
         };
-        let stack = stack_of(p, tree, i, syms);
+        let (stack, cut) = program_stack(p, tree, i, syms);
         let ctx = Context {
             kind: kind_name(k, kinds),
             count: node.count,
@@ -217,7 +217,7 @@ fn tree_contexts(p: &Profile, tree: &Tree, syms: &Symbols) -> Vec<(Context, bool
             leaked_bytes: node.live_bytes,
             peak_live_bytes: node.peak_live_bytes,
             spread,
-            cut: stack_cut(&stack, p.config.max_depth),
+            cut,
             stack,
             inside_mpi: None,
         };
@@ -239,8 +239,33 @@ pub fn stack_cut(stack: &[StackFrame], max_depth: u32) -> bool {
             .is_some_and(|f| BOTTOMS.contains(&f.function.as_str()))
 }
 
+/// Node `i`'s stack as the reader shows it, innermost first, and whether it
+/// was cut at the frame limit ([`stack_cut`], judged on every recorded
+/// frame): without the tracer's own frames ([`is_tracer_module`]).
+pub(crate) fn program_stack(
+    p: &Profile,
+    tree: &Tree,
+    i: usize,
+    syms: &Symbols,
+) -> (Vec<StackFrame>, bool) {
+    let mut stack = stack_of(p, tree, i, syms);
+    let cut = stack_cut(&stack, p.config.max_depth);
+    stack.retain(|f| !is_tracer_module(&f.module));
+    (stack, cut)
+}
+
+/// Whether `module` (a path) is one of wmhcct's own libraries
+/// (`libwmhcct.so`, the MPI side `libwmhcct_mpi_openmpi.so`, …). Their
+/// frames in a stack are the tracer's MPI wrappers, between the program's
+/// call (`MPI_Init` in `main`) and the MPI library's (`PMPI_Init`): none of
+/// the program's code, and the same in every context they are in.
+pub fn is_tracer_module(module: &str) -> bool {
+    let name = module.rsplit('/').next().unwrap_or(module);
+    name.starts_with("libwmhcct") && name.contains(".so")
+}
+
 /// Frames from node `i`'s parent up to (excluding) the root.
-pub(crate) fn stack_of(p: &Profile, tree: &Tree, i: usize, syms: &Symbols) -> Vec<StackFrame> {
+fn stack_of(p: &Profile, tree: &Tree, i: usize, syms: &Symbols) -> Vec<StackFrame> {
     let mut out = Vec::new();
     let mut cur = tree.nodes[i].parent;
     // Parents always precede children (validated), so this terminates.
@@ -278,7 +303,27 @@ pub(crate) fn stack_of(p: &Profile, tree: &Tree, i: usize, syms: &Symbols) -> Ve
 
 #[cfg(test)]
 mod tests {
-    use super::{stack_cut, StackFrame};
+    use super::{is_tracer_module, stack_cut, StackFrame};
+
+    #[test]
+    fn the_tracers_own_libraries_are_known_by_name() {
+        for m in [
+            "/opt/wmhcct/lib/libwmhcct.so",
+            "libwmhcct.so",
+            "/work/target/release/libwmhcct_mpi_openmpi.so",
+            "/x/libwmhcct_mpi.so",
+        ] {
+            assert!(is_tracer_module(m), "{m}");
+        }
+        for m in [
+            "/lib/x86_64-linux-gnu/libmpi.so.40",
+            "/home/u/bin/libwmhcct_demo",
+            "/home/u/libwmhcct/app",
+            "",
+        ] {
+            assert!(!is_tracer_module(m), "{m}");
+        }
+    }
 
     fn stack(outermost: &str, len: usize) -> Vec<StackFrame> {
         (0..len)

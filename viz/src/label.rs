@@ -32,7 +32,7 @@ const WRAPPERS: [&str; 24] = [
 ];
 
 /// Module file names of libraries whose frames are never the answer.
-const SYSTEM_MODULES: [&str; 5] = ["libc.so", "libc-", "libstdc++", "libgfortran", "libwmhcct"];
+const SYSTEM_MODULES: [&str; 4] = ["libc.so", "libc-", "libstdc++", "libgfortran"];
 
 fn base(path: &str) -> &str {
     path.rsplit('/').next().unwrap_or(path)

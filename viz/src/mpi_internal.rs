@@ -12,7 +12,7 @@
 
 use std::collections::HashSet;
 
-use crate::contexts::{Context, StackFrame};
+use crate::contexts::{Context, SortKey, StackFrame};
 
 /// Whether `name` is an MPI routine of the C or Fortran bindings in any of
 /// their manglings: `MPI_Send`, `PMPI_Send`, `mpi_send_`, `mpi_send__`,
@@ -128,30 +128,36 @@ fn library_thread(
     Some(format!("thread of {name}"))
 }
 
-/// Contexts allocated inside MPI calls: how many, their live bytes at the
-/// end, and the routines they were allocated in (by live bytes, largest
-/// first).
+/// Contexts allocated inside MPI calls, by one measure ([`SortKey`]): how
+/// many have some of it, its sum, and the routines they were allocated in
+/// (largest sum first).
 #[derive(Debug, Default, PartialEq, Eq)]
 pub struct MpiOwn {
     pub contexts: usize,
-    pub live_bytes: u64,
+    pub total: u64,
     pub routines: Vec<(String, u64)>,
 }
 
 impl MpiOwn {
-    /// Over the contexts that still held memory at the end.
+    /// Bytes live at the end: the MPI library's own state.
     pub fn of<'a>(contexts: impl IntoIterator<Item = &'a Context>) -> MpiOwn {
+        Self::by(contexts, SortKey::Leaked)
+    }
+
+    /// By `key`'s measure, over the contexts with some of it.
+    pub fn by<'a>(contexts: impl IntoIterator<Item = &'a Context>, key: SortKey) -> MpiOwn {
         let mut own = MpiOwn::default();
         for c in contexts {
             let Some(r) = &c.inside_mpi else { continue };
-            if c.leaked_bytes == 0 {
+            let v = key.value(c);
+            if v == 0 {
                 continue;
             }
             own.contexts += 1;
-            own.live_bytes += c.leaked_bytes;
+            own.total += v;
             match own.routines.iter_mut().find(|(n, _)| n == r) {
-                Some((_, b)) => *b += c.leaked_bytes,
-                None => own.routines.push((r.clone(), c.leaked_bytes)),
+                Some((_, b)) => *b += v,
+                None => own.routines.push((r.clone(), v)),
             }
         }
         own.routines
@@ -211,12 +217,13 @@ mod tests {
     fn the_outermost_mpi_routine_names_the_call_unless_the_program_runs_between() {
         let app = "/work/app";
         let lib = "/usr/lib/libmpi.so.40";
-        // main → MPI_Init (the tracer's wrapper) → PMPI_Init → … → malloc.
+        // main → MPI_Init → PMPI_Init → … → malloc (the tracer's wrapper
+        // between main and PMPI_Init is left out of the stacks it reads).
         let init = [
             frame("opal_hash_table_init", "/usr/lib/libopen-pal.so.40"),
             frame("ompi_mpi_init", lib),
             frame("PMPI_Init", lib),
-            frame("MPI_Init", "/opt/libwmhcct.so"),
+            frame("MPI_Init", lib),
             frame("main", app),
             frame("_start", app),
         ];
@@ -249,7 +256,7 @@ mod tests {
         let f = [
             frame("opal_malloc", "/usr/lib/libopen-pal.so.40"),
             frame("PMPI_Init", lib),
-            frame("mpi_init_", "/opt/libwmhcct.so"),
+            frame("mpi_init_", "/usr/lib/libmpi_mpifh.so.40"),
             frame("MAIN__", app),
         ];
         assert_eq!(mpi_routine_of(&f, app), Some("mpi_init_"));
@@ -356,7 +363,7 @@ mod tests {
     }
 
     #[test]
-    fn mpi_own_sums_the_live_bytes_of_contexts_inside_mpi_by_routine() {
+    fn mpi_own_sums_a_measure_of_the_contexts_inside_mpi_by_routine() {
         let ctx = |inside: Option<&str>, leaked: u64| Context {
             bytes: leaked.max(1),
             leaked_bytes: leaked,
@@ -374,10 +381,19 @@ mod tests {
             MpiOwn::of(&list),
             MpiOwn {
                 contexts: 3,
-                live_bytes: 650,
+                total: 650,
                 routines: vec![("MPI_Init".into(), 350), ("MPI_Isend".into(), 300)],
             }
         );
         assert_eq!(MpiOwn::of(&list[4..]), MpiOwn::default());
+        // By calls: every context inside MPI made some.
+        assert_eq!(
+            MpiOwn::by(&list, SortKey::Count),
+            MpiOwn {
+                contexts: 4,
+                total: 4,
+                routines: vec![("MPI_Init".into(), 3), ("MPI_Isend".into(), 1)],
+            }
+        );
     }
 }

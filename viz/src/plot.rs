@@ -8,8 +8,9 @@ use plotters::prelude::*;
 use wmhcct_format::Profile;
 
 use crate::cli::{PlotArgs, PlotFormat};
-use crate::contexts::{contexts, ContextList};
+use crate::contexts::{contexts, ContextList, SortKey};
 use crate::input::load;
+use crate::mpi_internal::MpiOwn;
 use crate::symbolize::Symbols;
 
 /// Size of every PNG and SVG plot, pixels.
@@ -19,7 +20,12 @@ pub const SIZE: (u32, u32) = (1200, 700);
 pub struct Data {
     pub profile: Profile,
     pub symbols: Symbols,
+    /// The program's contexts (with `--mpi-internal`, the MPI library's
+    /// too).
     pub contexts: ContextList,
+    /// The contexts allocated inside MPI calls that `contexts` leaves out:
+    /// their bytes and their calls.
+    pub mpi_left_out: (MpiOwn, MpiOwn),
     pub top: usize,
 }
 
@@ -76,11 +82,21 @@ pub fn run(args: &PlotArgs) -> Result<()> {
     if !dir.is_dir() {
         bail!("{}: not a directory", dir.display());
     }
-    let contexts = contexts(&loaded.profile, &loaded.symbols);
+    let mut contexts = contexts(&loaded.profile, &loaded.symbols);
+    let mut mpi_left_out = Default::default();
+    if !args.mpi_internal {
+        let all = &contexts.contexts;
+        mpi_left_out = (
+            MpiOwn::by(all, SortKey::Bytes),
+            MpiOwn::by(all, SortKey::Count),
+        );
+        contexts.contexts.retain(|c| c.inside_mpi.is_none());
+    }
     let d = Data {
         profile: loaded.profile,
         symbols: loaded.symbols,
         contexts,
+        mpi_left_out,
         top: args.top.max(1),
     };
     let mut written = Vec::new();

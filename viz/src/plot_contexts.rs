@@ -7,8 +7,9 @@ use plotters::prelude::*;
 
 use crate::contexts::Context;
 use crate::label::distinct_labels;
-use crate::plot::{font, mib, pe, upper, Data, Plot};
+use crate::plot::{font, mib, pe, short_number, upper, Data, Plot};
 use crate::plot_title::title;
+use crate::report_text::human_bytes;
 
 pub struct Contexts;
 
@@ -34,18 +35,30 @@ impl Plot for Contexts {
         let mut by_count: Vec<&Context> = d.contexts.contexts.iter().collect();
         by_count.sort_by(|a, b| b.count.cmp(&a.count).then(b.bytes.cmp(&a.bytes)));
         by_count.truncate(d.top);
+        let (bytes_out, calls_out) = &d.mpi_left_out;
+        let left_out = |what: String| {
+            format!("; not shown: the MPI library's own, {what} inside MPI calls (--mpi-internal)")
+        };
+        let bytes_desc = match bytes_out.total {
+            0 => String::new(),
+            b => left_out(human_bytes(b)),
+        };
+        let calls_desc = match calls_out.total {
+            0 => String::new(),
+            n => left_out(format!("{} calls", short_number(n as f64))),
+        };
         bars(
             &top,
             &by_bytes,
             |c| mib(c.bytes as f64),
-            "bytes allocated (MiB)",
+            &format!("bytes allocated (MiB){bytes_desc}"),
             RGBColor(31, 119, 180),
         )?;
         bars(
             &bottom,
             &by_count,
             |c| c.count as f64,
-            "allocations (count)",
+            &format!("allocations (count){calls_desc}"),
             RGBColor(255, 127, 14),
         )?;
         Ok(())

@@ -176,7 +176,7 @@ fn mpi_own_json(own: &MpiOwn) -> Value {
         .collect();
     json!({
         "contexts": own.contexts,
-        "live_bytes": own.live_bytes,
+        "live_bytes": own.total,
         "live_bytes_by_routine": by_routine,
     })
 }

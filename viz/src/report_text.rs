@@ -82,8 +82,9 @@ fn ratio(n: u64, d: u64) -> String {
 }
 
 /// The text report, contexts listed by `by` (the list is sorted by it);
-/// a leak list leaves out the MPI library's own memory unless
-/// `mpi_internal`.
+/// the contexts allocated inside MPI calls (the MPI library's own
+/// allocations, [`crate::mpi_internal`]) are summed in one line instead of
+/// listed, unless `mpi_internal`.
 pub fn render(
     p: &Profile,
     list: &ContextList,
@@ -135,14 +136,14 @@ pub fn render(
         h.unknown_frees
     );
     let mpi_own = MpiOwn::of(&list.contexts);
-    if mpi_own.live_bytes > 0 {
+    if mpi_own.total > 0 {
         let _ = writeln!(
             s,
             "           of it {} in {} contexts allocated inside MPI calls ({}): the MPI \
              library's own",
-            human_bytes(mpi_own.live_bytes),
+            human_bytes(mpi_own.total),
             mpi_own.contexts,
-            routines(&mpi_own)
+            routines(&mpi_own, SortKey::Leaked)
         );
     }
     let c = &p.config;
@@ -182,8 +183,9 @@ pub fn render(
     );
 
     let all = list.contexts.len();
-    // The MPI library's own memory is no leak of the program's.
-    let skip_mpi_own = by == SortKey::Leaked && !mpi_internal;
+    // The program's contexts: the MPI library's own allocations are no
+    // leak of the program's, nor what it can change.
+    let skip_mpi_own = !mpi_internal;
     let listed: Vec<&Context> = list
         .contexts
         .iter()
@@ -211,18 +213,24 @@ pub fn render(
     for (i, ctx) in listed.into_iter().take(top).enumerate() {
         marked |= context(&mut s, i + 1, ctx, nranks, &alike);
     }
-    if skip_mpi_own && mpi_own.contexts > 0 {
+    let skipped = MpiOwn::by(&list.contexts, by);
+    if skip_mpi_own && skipped.contexts > 0 {
+        let amount = match by {
+            SortKey::Count => format!("{} calls", skipped.total),
+            SortKey::Bytes => format!("{} allocated", human_bytes(skipped.total)),
+            SortKey::Leaked => format!("{} live at {end}", human_bytes(skipped.total)),
+            SortKey::Peak => format!("{} live at the heap's peak", human_bytes(skipped.total)),
+        };
         let _ = writeln!(
             s,
-            "\nnot listed: {} contexts allocated inside MPI calls ({}), {} live at {end}: \
-             the MPI library's own memory{} (--mpi-internal lists them)",
-            mpi_own.contexts,
-            routines(&mpi_own),
-            human_bytes(mpi_own.live_bytes),
-            if end == "MPI_Finalize" {
-                ", most of which it frees after the report is taken"
+            "\nnot listed: {} contexts allocated inside MPI calls ({}), {amount}: \
+             the MPI library's own{} (--mpi-internal lists them)",
+            skipped.contexts,
+            routines(&skipped, by),
+            if by == SortKey::Leaked && end == "MPI_Finalize" {
+                " memory, most of which it frees after the report is taken"
             } else {
-                ""
+                " allocations"
             }
         );
     }
@@ -284,13 +292,17 @@ pub fn render(
     s
 }
 
-/// `MPI_Init 11.9 MiB, MPI_Isend 2.0 KiB` (the three largest, then `…`).
-fn routines(own: &MpiOwn) -> String {
+/// `MPI_Init 11.9 MiB, MPI_Isend 2.0 KiB` (the three largest, then `…`);
+/// by count, `MPI_Init 4748, …`.
+fn routines(own: &MpiOwn, by: SortKey) -> String {
     let mut v: Vec<String> = own
         .routines
         .iter()
         .take(3)
-        .map(|(r, b)| format!("{r} {}", human_bytes(*b)))
+        .map(|(r, b)| match by {
+            SortKey::Count => format!("{r} {b}"),
+            _ => format!("{r} {}", human_bytes(*b)),
+        })
         .collect();
     if own.routines.len() > 3 {
         v.push("…".into());
@@ -388,7 +400,7 @@ fn context(s: &mut String, rank: usize, c: &Context, nranks: u32, alike: &AlikeL
         let _ = writeln!(s, "    (no frames)");
     }
     let mut marked = false;
-    for (f, n) in runs(&c.stack) {
+    for (f, n) in runs(above_main(&c.stack)) {
         let loc = if f.file.is_empty() {
             format!("{:#x}", f.address)
         } else if alike.contains(f) {
@@ -415,6 +427,18 @@ fn context(s: &mut String, rank: usize, c: &Context, nranks: u32, alike: &AlikeL
     marked
 }
 
+/// The frames a text stack shows, innermost first: up to the outermost
+/// `main`, without the C library's start-up below it (`__libc_start_main`,
+/// `_start`), the same under every context of the program, as Valgrind
+/// shows stacks; all of them when there is no `main` (a thread's stack,
+/// which ends at `clone3`). The JSON, exports and diff keep every frame.
+fn above_main(stack: &[StackFrame]) -> &[StackFrame] {
+    match stack.iter().rposition(|f| f.function == "main") {
+        Some(i) => &stack[..=i],
+        None => stack,
+    }
+}
+
 /// A stack's frames with each run of identical consecutive frames (same
 /// return address in the same module: a function calling itself from one
 /// call site, level after level) given once with its length, so a deep
@@ -425,7 +449,7 @@ fn runs(stack: &[StackFrame]) -> Vec<(&StackFrame, usize)> {
 
 #[cfg(test)]
 mod tests {
-    use super::{context, human_bytes, runs, AlikeLines};
+    use super::{above_main, context, human_bytes, runs, AlikeLines};
     use crate::contexts::{Context, StackFrame};
 
     fn frame(function: &str, line: u32, module: &str, address: u64) -> StackFrame {
@@ -476,6 +500,34 @@ mod tests {
             stack.len()
         );
         assert!(runs(&[]).is_empty());
+    }
+
+    #[test]
+    fn stacks_end_at_main() {
+        let names = |s: &[StackFrame]| s.iter().map(|f| f.function.clone()).collect::<Vec<_>>();
+        let f = |name: &str| frame(name, 1, "app", name.bytes().map(u64::from).sum());
+        let stack = [
+            f("leaf"),
+            f("main"),
+            f("__libc_start_call_main"),
+            f("__libc_start_main_impl"),
+            f("_start"),
+        ];
+        assert_eq!(names(above_main(&stack)), ["leaf", "main"]);
+        // A program that calls its own main again shows it whole.
+        let again = [f("leaf"), f("main"), f("restart"), f("main"), f("_start")];
+        assert_eq!(
+            names(above_main(&again)),
+            ["leaf", "main", "restart", "main"]
+        );
+        // A thread's stack has no main.
+        let thread = [f("work"), f("start_thread"), f("clone3")];
+        assert_eq!(above_main(&thread), &thread[..]);
+        // And the report's text has no frame below main.
+        let mut s = String::new();
+        context(&mut s, 1, &ctx(stack.to_vec()), 1, &AlikeLines::default());
+        assert!(s.contains("    main (solver.c:1) [app]\n"), "{s}");
+        assert!(!s.contains("_start"), "{s}");
     }
 
     fn ctx(stack: Vec<StackFrame>) -> Context {

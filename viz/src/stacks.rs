@@ -4,7 +4,7 @@
 
 use wmhcct_format::{FrameKey, Profile, UNTRACED_KIND};
 
-use crate::contexts::{alloc_tree, kinds_of, stack_cut, stack_of, StackFrame};
+use crate::contexts::{alloc_tree, kinds_of, program_stack, StackFrame};
 use crate::symbolize::{kind_name, Symbols};
 
 /// One context: its allocator, frames root first, and its counters.
@@ -21,7 +21,7 @@ pub struct Stack {
     pub peak_live_bytes: u64,
     /// No stack was captured (an untraced pseudo-context).
     pub untraced: bool,
-    /// Cut at the frame limit ([`stack_cut`]).
+    /// Cut at the frame limit ([`crate::contexts::stack_cut`]).
     pub cut: bool,
 }
 
@@ -68,8 +68,7 @@ pub fn all_stacks(p: &Profile, syms: &Symbols) -> Vec<Stack> {
     let mut out = Vec::new();
     for (i, n) in tree.nodes.iter().enumerate() {
         let FrameKey::Kind(k) = n.key else { continue };
-        let mut frames = stack_of(p, tree, i, syms);
-        let cut = stack_cut(&frames, p.config.max_depth);
+        let (mut frames, cut) = program_stack(p, tree, i, syms);
         frames.reverse();
         out.push(Stack {
             kind: kind_name(k, kinds),
