@@ -16,7 +16,7 @@ use crate::h5layout::rank_count;
 use crate::input::load;
 use crate::label::short_label;
 use crate::repeats::runs_by;
-use crate::report_text::human_bytes;
+use crate::report_text::{human_bytes, peak_rank};
 use crate::stacks::all_stacks;
 use crate::symbolize::Symbols;
 
@@ -163,6 +163,8 @@ pub fn run(args: &DiffArgs) -> Result<()> {
                 "program": p.meta.program,
                 "ranks": rank_count(p),
                 "peak_bytes": p.heap.peak_bytes,
+                // A job's largest rank peak (its `peak_bytes` sums them).
+                "peak_rank_bytes": peak_rank(p).map_or(p.heap.peak_bytes, |r| r.heap.peak_bytes),
                 "live_bytes": p.heap.live_bytes,
                 "duration_s": p.meta.end_unix_ns.saturating_sub(p.meta.start_unix_ns) as f64 / 1e9,
             })
@@ -208,20 +210,33 @@ fn render_text(
     let _ = writeln!(s, "A: {} ({})", args.a.display(), a.meta.program);
     let _ = writeln!(s, "B: {} ({})", args.b.display(), b.meta.program);
     let _ = writeln!(s, "ranks:      {:>14} {:>14}", rank_count(a), rank_count(b));
-    let dpeak = b.heap.peak_bytes as i128 - a.heap.peak_bytes as i128;
-    let _ = writeln!(
-        s,
-        "peak heap:  {:>14} {:>14}  {}",
-        human_bytes(a.heap.peak_bytes),
-        human_bytes(b.heap.peak_bytes),
-        signed_bytes(dpeak)
-    );
-    let _ = writeln!(
-        s,
-        "leaked:     {:>14} {:>14}",
-        human_bytes(a.heap.live_bytes),
-        human_bytes(b.heap.live_bytes)
-    );
+    let pair = |s: &mut String, what: &str, x: u64, y: u64, note: &str| {
+        let _ = writeln!(
+            s,
+            "{what:<12}{:>14} {:>14}  {}{note}",
+            human_bytes(x),
+            human_bytes(y),
+            signed_bytes(y as i128 - x as i128)
+        );
+    };
+    let (pa, pb) = (&a.heap.peak_bytes, &b.heap.peak_bytes);
+    if peak_rank(a).is_some() || peak_rank(b).is_some() {
+        // A job's `/heap` peak sums its ranks' own peaks; what a rank
+        // needs is the largest of them.
+        let top = |p: &Profile| peak_rank(p).map_or(p.heap.peak_bytes, |r| r.heap.peak_bytes);
+        pair(
+            &mut s,
+            "peak heap:",
+            top(a),
+            top(b),
+            "  (the largest rank's)",
+        );
+        pair(&mut s, "", *pa, *pb, "  (the ranks' peaks summed)");
+    } else {
+        pair(&mut s, "peak heap:", *pa, *pb, "");
+    }
+    let (la, lb) = (a.heap.live_bytes, b.heap.live_bytes);
+    pair(&mut s, "live at end:", la, lb, "");
     let _ = writeln!(s, "\ntotals (calls A → B, bytes A → B):");
     for (k, c, by) in tot {
         let _ = writeln!(

@@ -3,7 +3,7 @@
 use std::collections::{HashMap, HashSet};
 use std::fmt::Write as _;
 
-use wmhcct_format::Profile;
+use wmhcct_format::{Profile, RankSummary};
 
 use crate::contexts::{Context, ContextList, SortKey, StackFrame};
 use crate::h5layout::rank_count;
@@ -127,10 +127,10 @@ pub fn render(
     } else {
         "end"
     };
+    let _ = writeln!(s, "heap:      {}", peak_line(p));
     let _ = writeln!(
         s,
-        "heap:      peak {}, live at {end} {} in {} blocks, {} unknown frees",
-        exact_bytes(h.peak_bytes),
+        "           live at {end} {} in {} blocks, {} unknown frees",
         human_bytes(h.live_bytes),
         h.live_blocks,
         h.unknown_frees
@@ -292,6 +292,45 @@ pub fn render(
     s
 }
 
+/// The rank of a job (several ranks) with the highest heap peak, the
+/// lowest such rank on a tie.
+pub fn peak_rank(p: &Profile) -> Option<&RankSummary> {
+    if p.ranks.len() < 2 {
+        return None;
+    }
+    p.ranks.iter().max_by(|a, b| {
+        a.heap
+            .peak_bytes
+            .cmp(&b.heap.peak_bytes)
+            .then(b.rank.cmp(&a.rank))
+    })
+}
+
+/// `peak 11.8 MiB (12345678 B), 2.125 s into the run`. A job's heap peak is each
+/// rank's own: the largest, its rank and when, and their sum (the job's
+/// `/heap` peak), which bounds what the ranks held at once from above.
+fn peak_line(p: &Profile) -> String {
+    let at = |peak: u64, ns: u64, whose: &str| match peak {
+        0 => String::new(),
+        _ => format!(", {:.3} s into {whose} run", ns as f64 / 1e9),
+    };
+    match peak_rank(p) {
+        Some(r) => format!(
+            "peak {} on rank {}{}; the {} ranks' peaks sum to {}",
+            exact_bytes(r.heap.peak_bytes),
+            r.rank,
+            at(r.heap.peak_bytes, r.heap.peak_time_ns, "its"),
+            p.ranks.len(),
+            human_bytes(p.heap.peak_bytes)
+        ),
+        _ => format!(
+            "peak {}{}",
+            exact_bytes(p.heap.peak_bytes),
+            at(p.heap.peak_bytes, p.heap.peak_time_ns, "the")
+        ),
+    }
+}
+
 /// `MPI_Init 11.9 MiB, MPI_Isend 2.0 KiB` (the three largest, then `…`);
 /// by count, `MPI_Init 4748, …`.
 fn routines(own: &MpiOwn, by: SortKey) -> String {
@@ -449,8 +488,9 @@ fn runs(stack: &[StackFrame]) -> Vec<(&StackFrame, usize)> {
 
 #[cfg(test)]
 mod tests {
-    use super::{above_main, context, human_bytes, runs, AlikeLines};
+    use super::{above_main, context, human_bytes, peak_line, runs, AlikeLines};
     use crate::contexts::{Context, StackFrame};
+    use wmhcct_format::{HeapStats, Profile, RankSummary};
 
     fn frame(function: &str, line: u32, module: &str, address: u64) -> StackFrame {
         StackFrame {
@@ -500,6 +540,54 @@ mod tests {
             stack.len()
         );
         assert!(runs(&[]).is_empty());
+    }
+
+    /// A process's peak and when; a job's is its largest rank's, with the
+    /// sum of the ranks' peaks that the job's `/heap` holds named as such.
+    #[test]
+    fn the_peak_is_a_ranks_own() {
+        let heap = |peak_bytes: u64, peak_time_ns: u64| HeapStats {
+            peak_bytes,
+            peak_time_ns,
+            ..Default::default()
+        };
+        let one = Profile {
+            heap: heap(10 << 20, 2_125_000_000),
+            ..Default::default()
+        };
+        assert_eq!(
+            peak_line(&one),
+            "peak 10.0 MiB (10485760 B), 2.125 s into the run"
+        );
+        assert_eq!(peak_line(&Profile::default()), "peak 0 B");
+        let rank = |rank: u32, peak: u64, t: u64| RankSummary {
+            rank,
+            heap: heap(peak, t),
+            ..Default::default()
+        };
+        let job = Profile {
+            heap: heap(9000, 3_000_000_000),
+            ranks: vec![
+                rank(0, 2000, 1_000_000),
+                rank(1, 4000, 2_500_000_000),
+                rank(2, 3000, 3_000_000_000),
+            ],
+            ..Default::default()
+        };
+        assert_eq!(
+            peak_line(&job),
+            "peak 3.9 KiB (4000 B) on rank 1, 2.500 s into its run; the 3 ranks' peaks sum to 8.8 KiB"
+        );
+        // Ties go to the lowest rank.
+        let tie = Profile {
+            ranks: vec![rank(5, 10, 1), rank(2, 10, 1)],
+            ..job
+        };
+        assert!(
+            peak_line(&tie).contains("on rank 2,"),
+            "{}",
+            peak_line(&tie)
+        );
     }
 
     #[test]

@@ -483,3 +483,52 @@ fn no_fontconfig_or_freetype_at_run_time() {
         assert!(!libs.contains(bad), "wmhcct links {bad}:\n{libs}");
     }
 }
+
+/// A job's heap line leads with its largest rank's peak (rank r holds
+/// r+1 MiB here) and names the sum of the ranks' peaks, the job's
+/// `peak_bytes`, as such; `diff` compares both.
+#[test]
+fn a_jobs_peak_is_its_largest_ranks() {
+    let dir = tempfile::tempdir().unwrap();
+    let (four, three) = (job(4), job(3));
+    let top = |p: &Profile| p.ranks.iter().map(|r| r.heap.peak_bytes).max().unwrap();
+    assert!(top(&four) > 4 * MIB && top(&four) < 5 * MIB);
+    let sum: u64 = four.ranks.iter().map(|r| r.heap.peak_bytes).sum();
+    assert_eq!(four.heap.peak_bytes, sum);
+    let a = convert(dir.path(), "three", &three);
+    let b = convert(dir.path(), "four", &four);
+    let o = run(&[os("report"), b.as_os_str()]);
+    assert!(o.status.success());
+    let text = String::from_utf8_lossy(&o.stdout);
+    let heap = text
+        .lines()
+        .find(|l| l.starts_with("heap:"))
+        .unwrap_or_else(|| panic!("{text}"));
+    assert!(
+        heap.starts_with(&format!(
+            "heap:      peak 4.0 MiB ({} B) on rank 3, ",
+            top(&four)
+        )),
+        "{heap}"
+    );
+    assert!(
+        heap.ends_with("; the 4 ranks' peaks sum to 10.0 MiB"),
+        "{heap}"
+    );
+
+    let o = run(&[os("diff"), a.as_os_str(), b.as_os_str(), os("--json")]);
+    assert!(o.status.success());
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["a"]["peak_rank_bytes"], top(&three));
+    assert_eq!(v["b"]["peak_rank_bytes"], top(&four));
+    assert_eq!(v["b"]["peak_bytes"], sum);
+    let o = run(&[os("diff"), a.as_os_str(), b.as_os_str()]);
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        text.lines().any(|l| l.starts_with("peak heap:")
+            && l.contains("3.0 MiB")
+            && l.ends_with("(the largest rank's)")),
+        "{text}"
+    );
+    assert!(text.contains("(the ranks' peaks summed)"), "{text}");
+}
