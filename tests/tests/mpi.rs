@@ -378,6 +378,21 @@ fn the_lists_leave_out_the_mpi_librarys_own_allocations() {
     }
     seen.sort();
     assert_eq!(seen, (0..RANKS).collect::<Vec<u64>>(), "{plain}");
+    // Under the table, the imbalance of the ranks' peaks: max over mean.
+    let peaks: Vec<f64> = r["ranks_detail"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| u64_of(&d["peak_bytes"]) as f64)
+        .collect();
+    let max = peaks.iter().cloned().fold(0.0, f64::max);
+    let ratio = max * peaks.len() as f64 / peaks.iter().sum::<f64>();
+    let expected = format!("  imbalance over the {RANKS} ranks (max / mean): peak {ratio:.2}, ");
+    assert!(
+        table[n + 1].starts_with(&expected),
+        "{}\n{expected}",
+        table[n + 1]
+    );
     let (leaks, note) = listed(&plain);
     assert!(leaks.contains("keep_forever"), "{leaks}");
     assert!(

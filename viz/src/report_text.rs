@@ -372,13 +372,29 @@ fn ranks_table(s: &mut String, p: &Profile, top: usize) {
         "live at end",
         "accuracy"
     );
-    for r in ranks.into_iter().take(top) {
-        let events: u64 = r
-            .totals
+    let events = |r: &RankSummary| -> u64 {
+        r.totals
             .iter()
             .filter(|t| !t.kind.starts_with("MPI_") || t.kind == "MPI_Alloc_mem")
             .map(|t| t.count)
-            .sum();
+            .sum()
+    };
+    let imbalance = [
+        (
+            "peak",
+            max_over_mean(ranks.iter().map(|r| r.heap.peak_bytes)),
+        ),
+        (
+            "alloc events",
+            max_over_mean(ranks.iter().map(|r| events(r))),
+        ),
+        (
+            "live at end",
+            max_over_mean(ranks.iter().map(|r| r.heap.live_bytes)),
+        ),
+    ];
+    for r in ranks.into_iter().take(top) {
+        let events = events(r);
         let acc = if r.unwind.validated == 0 {
             "-".to_string()
         } else {
@@ -398,6 +414,29 @@ fn ranks_table(s: &mut String, p: &Profile, top: usize) {
             acc
         );
     }
+    let shown: Vec<String> = imbalance
+        .iter()
+        .filter_map(|(what, x)| x.map(|x| format!("{what} {x:.2}")))
+        .collect();
+    if !shown.is_empty() {
+        let _ = writeln!(
+            s,
+            "  imbalance over the {} ranks (max / mean): {}",
+            p.ranks.len(),
+            shown.join(", ")
+        );
+    }
+}
+
+/// The largest value over the mean (1.00: balanced); `None` when all are 0.
+fn max_over_mean(values: impl Iterator<Item = u64>) -> Option<f64> {
+    let (mut max, mut sum, mut n) = (0u64, 0u128, 0u64);
+    for v in values {
+        max = max.max(v);
+        sum += v as u128;
+        n += 1;
+    }
+    (sum > 0).then(|| max as f64 * n as f64 / sum as f64)
 }
 
 /// One context; true if a frame was marked with its call site.
@@ -488,7 +527,7 @@ fn runs(stack: &[StackFrame]) -> Vec<(&StackFrame, usize)> {
 
 #[cfg(test)]
 mod tests {
-    use super::{above_main, context, human_bytes, peak_line, runs, AlikeLines};
+    use super::{above_main, context, human_bytes, max_over_mean, peak_line, runs, AlikeLines};
     use crate::contexts::{Context, StackFrame};
     use wmhcct_format::{HeapStats, Profile, RankSummary};
 
@@ -540,6 +579,16 @@ mod tests {
             stack.len()
         );
         assert!(runs(&[]).is_empty());
+    }
+
+    #[test]
+    fn imbalance_is_the_largest_over_the_mean() {
+        assert_eq!(max_over_mean([4u64, 4, 4].into_iter()), Some(1.0));
+        assert_eq!(max_over_mean([1u64, 2, 3, 6].into_iter()), Some(2.0));
+        assert_eq!(max_over_mean([0u64, 0].into_iter()), None);
+        assert_eq!(max_over_mean(std::iter::empty()), None);
+        let big = max_over_mean([u64::MAX, u64::MAX].into_iter()).unwrap();
+        assert!((big - 1.0).abs() < 1e-12, "{big}");
     }
 
     /// A process's peak and when; a job's is its largest rank's, with the
