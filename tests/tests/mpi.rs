@@ -284,10 +284,6 @@ fn the_lists_leave_out_the_mpi_librarys_own_allocations() {
         assert_eq!(out.code, 0, "{}", out.describe());
         out
     };
-    let text = |extra: &[&str]| {
-        let args = [&["--by", "leaked", "--top", "1000"], extra].concat();
-        wmhcct("report", &args).stdout
-    };
     // `(list, the not-listed line for the MPI library's)` of a text report.
     let listed = |text: &str| -> (String, Option<String>) {
         let list = text
@@ -300,30 +296,39 @@ fn the_lists_leave_out_the_mpi_librarys_own_allocations() {
             .find(|l| l.starts_with("not listed: ") && l.contains("inside MPI calls"));
         (list.to_string(), note.map(String::from))
     };
+    // `report <args>` lists the program's contexts, the leak among them,
+    // and sums the MPI library's in one line that says `said`; with
+    // `--mpi-internal` it lists those too. Returns the text and its list.
+    let lists = |args: &[&str], said: &str| -> (String, String) {
+        let text = wmhcct("report", args).stdout;
+        let (list, note) = listed(&text);
+        assert!(list.contains("keep_forever"), "{list}");
+        assert!(
+            !list.contains("inside "),
+            "only the program's listed: {list}"
+        );
+        assert!(!list.contains("PMPI_Init"), "{list}");
+        let note = note.unwrap_or_else(|| panic!("no line for the MPI library's: {text}"));
+        for part in ["(MPI_Init ", said, "--mpi-internal"] {
+            assert!(note.contains(part), "{part}: {note}");
+        }
+        let all = wmhcct("report", &[args, &["--mpi-internal"]].concat()).stdout;
+        let (all_list, note) = listed(&all);
+        assert!(all_list.contains("  inside MPI_Init\n"), "{all}");
+        assert!(all_list.contains("keep_forever"), "{all}");
+        assert!(note.is_none(), "no such line with --mpi-internal: {all}");
+        (text, list)
+    };
 
     // By count (the default): the program's contexts, which end at main.
-    let by_count = wmhcct("report", &["--top", "1000"]).stdout;
-    let (list, note) = listed(&by_count);
-    for f in ["keep_forever", "scratch"] {
-        assert!(list.contains(&format!("    {f} (")), "{f}: {list}");
-    }
-    assert!(!list.contains("inside "), "{list}");
-    assert!(!list.contains("PMPI_Init"), "{list}");
+    let (by_count, list) = lists(
+        &["--top", "1000"],
+        " calls: the MPI library's own allocations",
+    );
+    assert!(list.contains("    scratch ("), "{list}");
     assert!(by_count.contains("\n    main ("), "{by_count}");
     assert!(!by_count.contains("__libc_start"), "{by_count}");
     assert!(!by_count.contains("\n    _start ("), "{by_count}");
-    let note = note.unwrap_or_else(|| panic!("no line for the MPI library's: {by_count}"));
-    assert!(note.contains("(MPI_Init "), "{note}");
-    assert!(
-        note.contains(" calls: the MPI library's own allocations"),
-        "{note}"
-    );
-    assert!(note.contains("--mpi-internal"), "{note}");
-    let all_by_count = wmhcct("report", &["--top", "1000", "--mpi-internal"]).stdout;
-    let (list, note) = listed(&all_by_count);
-    assert!(list.contains("  inside MPI_Init\n"), "{list}");
-    assert!(list.contains("keep_forever"), "{list}");
-    assert!(note.is_none(), "{all_by_count}");
     // The hottest-contexts plot leaves them out too, and says so.
     for (extra, shown) in [(None, false), (Some("--mpi-internal"), true)] {
         let out = dir.join(format!("plots-{shown}"));
@@ -344,7 +349,11 @@ fn the_lists_leave_out_the_mpi_librarys_own_allocations() {
         );
     }
 
-    let plain = text(&[]);
+    // By bytes leaked: the program's leaks.
+    let (plain, _) = lists(
+        &["--by", "leaked", "--top", "1000"],
+        "live at MPI_Finalize: the MPI library's own memory",
+    );
     assert!(plain.contains("live at MPI_Finalize"), "{plain}");
     // The ranks table: one row per rank, its allocator calls those of the
     // JSON's rank, and everything live at the end (not only leaks) named so.
@@ -393,25 +402,6 @@ fn the_lists_leave_out_the_mpi_librarys_own_allocations() {
         "{}\n{expected}",
         table[n + 1]
     );
-    let (leaks, note) = listed(&plain);
-    assert!(leaks.contains("keep_forever"), "{leaks}");
-    assert!(
-        !leaks.contains("inside "),
-        "only the program's leaks listed: {leaks}"
-    );
-    assert!(!leaks.contains("PMPI_Init"), "{leaks}");
-    let note = note.unwrap_or_else(|| panic!("no line for the MPI library's memory: {plain}"));
-    assert!(note.contains("(MPI_Init "), "{note}");
-    assert!(
-        note.contains("live at MPI_Finalize: the MPI library's own memory"),
-        "{note}"
-    );
-    assert!(note.contains("--mpi-internal"), "{note}");
-    let all = text(&["--mpi-internal"]);
-    let (list, note) = listed(&all);
-    assert!(list.contains("  inside MPI_Init\n"), "{all}");
-    assert!(list.contains("keep_forever"), "{all}");
-    assert!(note.is_none(), "no such line with --mpi-internal: {all}");
 
     // The folded export of the leaks leaves the same memory out, and says so.
     let folded = |extra: &[&str]| {
