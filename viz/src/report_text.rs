@@ -211,7 +211,7 @@ pub fn render(
     let alike = AlikeLines::of(list.contexts.iter().chain(&list.mpi));
     let mut marked = false;
     for (i, ctx) in listed.into_iter().take(top).enumerate() {
-        marked |= context(&mut s, i + 1, ctx, nranks, &alike);
+        marked |= context(&mut s, i + 1, ctx, nranks, &alike, false);
     }
     let skipped = MpiOwn::by(&list.contexts, by);
     if skip_mpi_own && skipped.contexts > 0 {
@@ -259,13 +259,13 @@ pub fn render(
             "\ntop {shown} of {} MPI call contexts by {}:",
             list.mpi.len(),
             if by == SortKey::Bytes {
-                "bytes sent"
+                "bytes sent (received, by a receive)"
             } else {
-                "count (bytes = bytes sent)"
+                "count (bytes: sent, or received by a receive)"
             }
         );
         for (i, ctx) in list.mpi.iter().take(top).enumerate() {
-            marked |= context(&mut s, i + 1, ctx, nranks, &alike);
+            marked |= context(&mut s, i + 1, ctx, nranks, &alike, true);
         }
     }
     if marked {
@@ -440,28 +440,44 @@ fn max_over_mean(values: impl Iterator<Item = u64>) -> Option<f64> {
 }
 
 /// One context; true if a frame was marked with its call site.
-fn context(s: &mut String, rank: usize, c: &Context, nranks: u32, alike: &AlikeLines) -> bool {
-    let err = |e: u64| {
+/// Bytes in readable units (the JSON has them exact); an MPI call's
+/// context (`mpi_call`) gives the bytes it moved and no memory held.
+fn context(
+    s: &mut String,
+    rank: usize,
+    c: &Context,
+    nranks: u32,
+    alike: &AlikeLines,
+    mpi_call: bool,
+) -> bool {
+    let err = |e: u64, shown: String| {
         if e == 0 {
             String::new()
         } else {
-            format!(" (±{e})")
+            format!(" (±{shown})")
         }
     };
     let inside = match &c.inside_mpi {
         Some(r) => format!("  inside {r}"),
         None => String::new(),
     };
+    let held = if mpi_call {
+        String::new()
+    } else {
+        format!(
+            "  leaked {}  at-peak {}",
+            human_bytes(c.leaked_bytes),
+            human_bytes(c.peak_live_bytes)
+        )
+    };
     let _ = writeln!(
         s,
-        "\n#{rank} {}  count {}{}  bytes {}{}  leaked {}  at-peak {}{inside}",
+        "\n#{rank} {}  count {}{}  bytes {}{}{held}{inside}",
         c.kind,
         c.count,
-        err(c.count_err),
-        c.bytes,
-        err(c.bytes_err),
-        c.leaked_bytes,
-        c.peak_live_bytes
+        err(c.count_err, c.count_err.to_string()),
+        human_bytes(c.bytes),
+        err(c.bytes_err, human_bytes(c.bytes_err)),
     );
     if nranks > 1 {
         let sp = &c.spread.count;
@@ -581,6 +597,34 @@ mod tests {
         assert!(runs(&[]).is_empty());
     }
 
+    /// A context's first line: bytes in readable units, errors too; an MPI
+    /// call's holds no memory, so it gives none.
+    #[test]
+    fn a_contexts_line_reads_in_units() {
+        let alloc = Context {
+            count: 1600,
+            count_err: 3,
+            bytes: 3_276_800,
+            bytes_err: 2048,
+            leaked_bytes: 4096,
+            ..Context::of_stack("malloc", Vec::new())
+        };
+        let mut s = String::new();
+        context(&mut s, 1, &alloc, 1, &AlikeLines::default(), false);
+        assert!(
+            s.starts_with(
+                "\n#1 malloc  count 1600 (±3)  bytes 3.1 MiB (±2.0 KiB)  leaked 4.0 KiB  at-peak 0 B\n"
+            ),
+            "{s}"
+        );
+        let mut s = String::new();
+        context(&mut s, 2, &ctx(Vec::new()), 1, &AlikeLines::default(), true);
+        assert!(
+            s.starts_with("\n#2 MPI_Sendrecv  count 400  bytes 8.0 KiB\n"),
+            "{s}"
+        );
+    }
+
     #[test]
     fn imbalance_is_the_largest_over_the_mean() {
         assert_eq!(max_over_mean([4u64, 4, 4].into_iter()), Some(1.0));
@@ -662,7 +706,14 @@ mod tests {
         assert_eq!(above_main(&thread), &thread[..]);
         // And the report's text has no frame below main.
         let mut s = String::new();
-        context(&mut s, 1, &ctx(stack.to_vec()), 1, &AlikeLines::default());
+        context(
+            &mut s,
+            1,
+            &ctx(stack.to_vec()),
+            1,
+            &AlikeLines::default(),
+            false,
+        );
         assert!(s.contains("    main (solver.c:1) [app]\n"), "{s}");
         assert!(!s.contains("_start"), "{s}");
     }
@@ -698,7 +749,7 @@ mod tests {
         let alike = AlikeLines::of([&a, &b, &c, &d]);
         let text = |x: &Context| {
             let mut s = String::new();
-            let marked = context(&mut s, 1, x, 1, &alike);
+            let marked = context(&mut s, 1, x, 1, &alike, true);
             (s, marked)
         };
         let (sa, ma) = text(&a);
@@ -716,7 +767,7 @@ mod tests {
         // Alone, a context has nothing to be told apart from.
         let alone = AlikeLines::of([&a]);
         let mut s = String::new();
-        assert!(!context(&mut s, 1, &a, 1, &alone));
+        assert!(!context(&mut s, 1, &a, 1, &alone, true));
     }
 
     #[test]
