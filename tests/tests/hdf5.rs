@@ -33,3 +33,42 @@ fn report_opens_with_h5py_and_h5dump() {
     assert!(dump.stdout.contains("HDF5"), "{}", dump.stdout);
     assert!(dump.stdout.contains("DATASET"), "{}", dump.stdout);
 }
+
+/// A report's large tables are stored compressed (shuffle + deflate, which
+/// every HDF5 reader undoes by itself): h5py reads every dataset, h5dump
+/// dumps the tree's nodes, and the nodes take a fraction of their size.
+#[test]
+fn large_tables_are_compressed_and_read_back() {
+    let w = WorkDir::new("hdf5-compressed");
+    // 10^5 contexts visited once each, then as many events again.
+    let exe = compile("rel_contexts.c", &w.path, Opt::Release, &[]);
+    let h5 = w.join("contexts.h5");
+    let out = run_traced(&exe, &["400000"], &w.path, &h5, &[]);
+    assert_eq!(out.code, 0, "{}", out.describe());
+    let script = format!(
+        "import h5py, os\n\
+         f = h5py.File({path:?}, 'r')\n\
+         nodes = f['trees/alloc/nodes']\n\
+         assert nodes.compression == 'gzip' and nodes.shuffle, (nodes.compression, nodes.shuffle)\n\
+         assert len(nodes) > 10000, len(nodes)\n\
+         f.visititems(lambda n, o: o[()] if isinstance(o, h5py.Dataset) else None)\n\
+         stored, size = nodes.id.get_storage_size(), nodes.size * nodes.dtype.itemsize\n\
+         assert stored * 4 < size, (stored, size)\n\
+         print('nodes', size, 'stored', stored, 'file', os.path.getsize({path:?}))\n",
+        path = h5.to_str().unwrap()
+    );
+    let py = run_plain(PYTHON, &["-c", &script], &w.path);
+    assert_eq!(py.code, 0, "{}", py.describe());
+    let dump = run_plain(
+        "h5dump",
+        &["-d", "/trees/alloc/nodes", "-c", "4", h5.to_str().unwrap()],
+        &w.path,
+    );
+    assert_eq!(dump.code, 0, "{}", dump.describe());
+    // The root node: no parent.
+    assert!(
+        dump.stdout.contains("(0): {\n            4294967295,"),
+        "{}",
+        dump.stdout
+    );
+}
