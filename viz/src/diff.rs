@@ -219,7 +219,7 @@ fn render_text(
             signed_bytes(y as i128 - x as i128)
         );
     };
-    let (pa, pb) = (&a.heap.peak_bytes, &b.heap.peak_bytes);
+    let (pa, pb) = (a.heap.peak_bytes, b.heap.peak_bytes);
     if peak_rank(a).is_some() || peak_rank(b).is_some() {
         // A job's `/heap` peak sums its ranks' own peaks; what a rank
         // needs is the largest of them.
@@ -231,9 +231,9 @@ fn render_text(
             top(b),
             "  (the largest rank's)",
         );
-        pair(&mut s, "", *pa, *pb, "  (the ranks' peaks summed)");
+        pair(&mut s, "", pa, pb, "  (the ranks' peaks summed)");
     } else {
-        pair(&mut s, "peak heap:", *pa, *pb, "");
+        pair(&mut s, "peak heap:", pa, pb, "");
     }
     let (la, lb) = (a.heap.live_bytes, b.heap.live_bytes);
     pair(&mut s, "live at end:", la, lb, "");
