@@ -17,8 +17,13 @@ use wmhcct_format::{
 use crate::seal::Seal;
 use crate::symbolize::{Frame, Symbols};
 
-/// Version of this HDF5 layout (root attribute `format_version`).
-pub const REPORT_VERSION: u32 = 1;
+/// Version of this HDF5 layout (root attribute `format_version`). Layout
+/// 1 (before 2026-11-25) held each frame's strings in its row; layout 2
+/// holds them once, in the tree's `strings`, and the rows index them. Both
+/// are read.
+pub const REPORT_VERSION: u32 = 2;
+/// The oldest layout this build reads.
+pub const OLDEST_READ_VERSION: u32 = 1;
 
 /// `nodes.key_type` values.
 pub const KEY_ROOT: u8 = 0;
@@ -36,7 +41,9 @@ pub enum ReportError {
     },
     #[error("HDF5 file is not a wmhcct report (no format_version attribute)")]
     NotOurs,
-    #[error("report layout version {found}, this build reads version {REPORT_VERSION}")]
+    #[error(
+        "report layout version {found}, this build reads versions {OLDEST_READ_VERSION} to {REPORT_VERSION}"
+    )]
     Version { found: u32 },
     #[error("truncated or corrupt report: {0}")]
     Corrupt(String),
@@ -100,12 +107,45 @@ struct NodeRow {
     flags: u8,
 }
 
+/// A frame of layout 1: its strings in the row.
 #[derive(H5Type, Clone, Debug)]
 #[repr(C)]
 struct FrameRow {
     function: VarLenUnicode,
     file: VarLenUnicode,
     line: u32,
+}
+
+/// A frame of layout 2: rows of the tree's `strings`.
+#[derive(H5Type, Clone, Copy, Debug)]
+#[repr(C)]
+struct FrameIndexRow {
+    function: u32,
+    file: u32,
+    line: u32,
+}
+
+/// Each distinct string once, row 0 the empty one.
+#[derive(Default)]
+struct StringTable {
+    rows: Vec<VarLenUnicode>,
+    index: std::collections::HashMap<String, u32>,
+}
+
+impl StringTable {
+    fn of(&mut self, s: &str) -> u32 {
+        if self.rows.is_empty() {
+            self.rows.push(vstr(""));
+            self.index.insert(String::new(), 0);
+        }
+        if let Some(&i) = self.index.get(s) {
+            return i;
+        }
+        let i = self.rows.len() as u32;
+        self.rows.push(vstr(s));
+        self.index.insert(s.to_string(), i);
+        i
+    }
 }
 
 #[derive(H5Type, Clone, Copy, Debug)]
@@ -387,19 +427,22 @@ fn write_tree(g: &Group, index: usize, t: &Tree, syms: &Symbols, kinds: &[&str])
         put(g, "floor_bytes", &b)?;
     }
     let nodes: Vec<NodeRow> = t.nodes.iter().map(node_row).collect();
-    let frames: Vec<FrameRow> = t
+    let mut strings = StringTable::default();
+    strings.of("");
+    let frames: Vec<FrameIndexRow> = t
         .nodes
         .iter()
         .map(|n| {
             let f = syms.frame_of(&n.key, kinds);
-            FrameRow {
-                function: vstr(&f.function),
-                file: vstr(&f.file),
+            FrameIndexRow {
+                function: strings.of(&f.function),
+                file: strings.of(&f.file),
                 line: f.line,
             }
         })
         .collect();
     put_rows(g, "nodes", &nodes)?;
+    put_rows(g, "strings", &strings.rows)?;
     put_rows(g, "frames", &frames)?;
     if !t.spread.is_empty() {
         let rows: Vec<SpreadRow> = t.spread.iter().map(spread_row).collect();
@@ -568,7 +611,7 @@ pub(crate) fn read_here(path: &Path) -> Result<(Profile, Symbols)> {
         return Err(ReportError::NotOurs);
     }
     let version: u32 = get(&f, "format_version")?;
-    if version != REPORT_VERSION {
+    if !(OLDEST_READ_VERSION..=REPORT_VERSION).contains(&version) {
         return Err(ReportError::Version { found: version });
     }
     let args: Vec<VarLenUnicode> = f
@@ -626,7 +669,7 @@ pub(crate) fn read_here(path: &Path) -> Result<(Profile, Symbols)> {
     let mut trees: Vec<(u32, Tree)> = Vec::new();
     for name in trees_group.member_names().map_err(h5("listing /trees"))? {
         let g = open_group(&trees_group, &name)?;
-        trees.push((get(&g, "index")?, read_tree(&g, &mut symbols)?));
+        trees.push((get(&g, "index")?, read_tree(&g, &mut symbols, version)?));
     }
     trees.sort_by_key(|(i, _)| *i);
     let trees: Vec<Tree> = trees.into_iter().map(|(_, t)| t).collect();
@@ -704,9 +747,44 @@ fn read_tracer(g: &Group) -> Result<TracerStats> {
     })
 }
 
-fn read_tree(g: &Group, symbols: &mut Symbols) -> Result<Tree> {
+/// A tree's frames as (function, file, line), from either layout.
+fn read_frames(g: &Group, version: u32) -> Result<Vec<(String, String, u32)>> {
+    if version < 2 {
+        let rows = get_rows::<FrameRow>(g, "frames")?;
+        return Ok(rows
+            .into_iter()
+            .map(|r| {
+                (
+                    r.function.as_str().to_string(),
+                    r.file.as_str().to_string(),
+                    r.line,
+                )
+            })
+            .collect());
+    }
+    let strings = get_rows::<VarLenUnicode>(g, "strings")?;
+    let rows = get_rows::<FrameIndexRow>(g, "frames")?;
+    let text = |i: u32, row: usize| -> Result<String> {
+        strings
+            .get(i as usize)
+            .map(|s| s.as_str().to_string())
+            .ok_or_else(|| {
+                ReportError::Corrupt(format!(
+                    "{}: frame {row}: string {i} of {}",
+                    g.name(),
+                    strings.len()
+                ))
+            })
+    };
+    rows.iter()
+        .enumerate()
+        .map(|(row, r)| Ok((text(r.function, row)?, text(r.file, row)?, r.line)))
+        .collect()
+}
+
+fn read_tree(g: &Group, symbols: &mut Symbols, version: u32) -> Result<Tree> {
     let rows = get_rows::<NodeRow>(g, "nodes")?;
-    let frames = get_rows::<FrameRow>(g, "frames")?;
+    let frames = read_frames(g, version)?;
     if frames.len() != rows.len() {
         return Err(ReportError::Corrupt(format!(
             "{}: {} frames for {} nodes",
@@ -731,9 +809,9 @@ fn read_tree(g: &Group, symbols: &mut Symbols) -> Result<Tree> {
                     r.module,
                     r.addr,
                     Frame {
-                        function: fr.function.as_str().to_string(),
-                        file: fr.file.as_str().to_string(),
-                        line: fr.line,
+                        function: fr.0.clone(),
+                        file: fr.1.clone(),
+                        line: fr.2,
                     },
                 );
                 FrameKey::Addr {
@@ -982,6 +1060,75 @@ mod tests {
         assert_eq!(q, expect);
         assert_eq!(s.get(0, 0x1234), f);
         assert_eq!(rank_count(&q), 2);
+    }
+
+    /// `path`'s trees rewritten with `frames(group)` as their frames and
+    /// without `strings`, and its layout version set to `version`.
+    fn rewrite_frames<T: H5Type>(path: &Path, version: u32, frames: impl Fn(&Group) -> Vec<T>) {
+        let file = builder().open_rw(path).unwrap();
+        file.delete_attr("format_version").unwrap();
+        put(&file, "format_version", &version).unwrap();
+        for name in file.group("trees").unwrap().member_names().unwrap() {
+            let g = file.group(&format!("trees/{name}")).unwrap();
+            let rows = frames(&g);
+            g.unlink("frames").unwrap();
+            g.unlink("strings").unwrap();
+            put_rows(&g, "frames", &rows).unwrap();
+            if version >= 2 {
+                put_rows(&g, "strings", &[vstr("")]).unwrap();
+            }
+        }
+    }
+
+    /// A report of layout 1, each frame's strings in its row, reads as the
+    /// same report of layout 2 (strings once, rows indexing them); a row
+    /// indexing past the strings is a corrupt report.
+    #[test]
+    fn both_layouts_are_read_and_a_bad_index_is_corrupt() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("v1.h5");
+        let mut syms = Symbols::default();
+        let f = Frame {
+            function: "ns::f()".into(),
+            file: "a.cpp".into(),
+            line: 9,
+        };
+        syms.insert(0, 0x1234, f.clone());
+        write(&path, &profile(), &syms).unwrap();
+        let (want, _) = read_here(&path).unwrap();
+        rewrite_frames(&path, 1, |g| {
+            read_frames(g, 2)
+                .unwrap()
+                .into_iter()
+                .map(|(function, file, line)| FrameRow {
+                    function: vstr(&function),
+                    file: vstr(&file),
+                    line,
+                })
+                .collect()
+        });
+        let (got, got_syms) = read_here(&path).unwrap();
+        assert_eq!(got, want);
+        assert_eq!(got_syms.get(0, 0x1234), f);
+
+        let bad = dir.path().join("bad.h5");
+        write(&bad, &profile(), &syms).unwrap();
+        rewrite_frames(&bad, 2, |g| {
+            let n = get_rows::<NodeRow>(g, "nodes").unwrap().len();
+            vec![
+                FrameIndexRow {
+                    function: 7,
+                    file: 0,
+                    line: 0
+                };
+                n
+            ]
+        });
+        let e = read_here(&bad).unwrap_err();
+        assert!(
+            matches!(&e, ReportError::Corrupt(m) if m.contains("string 7 of 1")),
+            "{e}"
+        );
     }
 
     #[test]

@@ -29,7 +29,9 @@ pub enum InputError {
 pub struct Loaded {
     pub profile: Profile,
     pub symbols: Symbols,
-    /// `h5layout::REPORT_VERSION` for a report, the profile format version otherwise.
+    /// `h5layout::REPORT_VERSION` for a report (the layout this build writes,
+    /// which it reads older reports into), the profile format version
+    /// otherwise.
     pub format_version: u32,
 }
 

@@ -256,7 +256,7 @@ fn convert_then_report_json() {
     let out = convert(dir.path(), &p);
     let v = report_json(&out, &[]);
 
-    assert_eq!(v["format_version"], 1);
+    assert_eq!(v["format_version"], 2);
     assert_eq!(v["program"], p.meta.program.as_str());
     assert_eq!(v["ranks"], 1);
     assert_eq!(v["totals"]["malloc"]["count"], 106);
@@ -436,19 +436,19 @@ fn h5py_reads_stacks_without_wmhcct() {
     let script = r#"
 import sys, h5py
 f = h5py.File(sys.argv[1], "r")
-assert f.attrs["format_version"] == 1
+assert f.attrs["format_version"] == 2
 assert f.attrs["node_count"] == 9
 assert f.attrs["ranks"] == 1
 t = f["trees/alloc"]
 assert t.attrs["total_count"] == 235
-nodes, frames = t["nodes"][:], t["frames"][:]
+nodes, frames, strings = t["nodes"][:], t["frames"][:], t["strings"][:]
 assert len(nodes) == len(frames) == 9
 i = 3
 assert nodes[i]["key_type"] == 1 and nodes[i]["count"] == 100
 stack = []
 p = nodes[i]["parent"]
 while p != 0:
-    fn = frames[p]["function"]
+    fn = strings[frames[p]["function"]]
     stack.append(fn.decode() if isinstance(fn, bytes) else fn)
     p = nodes[p]["parent"]
 print(",".join(stack))
