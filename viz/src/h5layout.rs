@@ -1038,11 +1038,8 @@ mod tests {
         }
     }
 
-    #[test]
-    fn write_then_read_is_identity() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("r.h5");
-        let p = profile();
+    /// Symbols naming one frame (module 0, offset 0x1234), and the frame.
+    fn symbols_of_one_frame() -> (Symbols, Frame) {
         let mut syms = Symbols::default();
         let f = Frame {
             function: "ns::f()".into(),
@@ -1050,6 +1047,15 @@ mod tests {
             line: 9,
         };
         syms.insert(0, 0x1234, f.clone());
+        (syms, f)
+    }
+
+    #[test]
+    fn write_then_read_is_identity() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("r.h5");
+        let p = profile();
+        let (syms, f) = symbols_of_one_frame();
         write(&path, &p, &syms).unwrap();
         // Sealed: read in this process (an unsealed file would go to a
         // child process running this executable, i.e. the test harness).
@@ -1087,13 +1093,7 @@ mod tests {
     fn both_layouts_are_read_and_a_bad_index_is_corrupt() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("v1.h5");
-        let mut syms = Symbols::default();
-        let f = Frame {
-            function: "ns::f()".into(),
-            file: "a.cpp".into(),
-            line: 9,
-        };
-        syms.insert(0, 0x1234, f.clone());
+        let (syms, f) = symbols_of_one_frame();
         write(&path, &profile(), &syms).unwrap();
         let (want, _) = read_here(&path).unwrap();
         rewrite_frames(&path, 1, |g| {
