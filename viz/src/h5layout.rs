@@ -126,18 +126,21 @@ struct FrameIndexRow {
 }
 
 /// Each distinct string once, row 0 the empty one.
-#[derive(Default)]
 struct StringTable {
     rows: Vec<VarLenUnicode>,
     index: std::collections::HashMap<String, u32>,
 }
 
 impl StringTable {
-    fn of(&mut self, s: &str) -> u32 {
-        if self.rows.is_empty() {
-            self.rows.push(vstr(""));
-            self.index.insert(String::new(), 0);
+    fn new() -> StringTable {
+        StringTable {
+            rows: vec![vstr("")],
+            index: [(String::new(), 0)].into(),
         }
+    }
+
+    /// `s`'s row, added on its first use.
+    fn of(&mut self, s: &str) -> u32 {
         if let Some(&i) = self.index.get(s) {
             return i;
         }
@@ -215,7 +218,7 @@ pub(crate) fn put_str(loc: &Location, name: &str, v: &str) -> Result<()> {
     put(loc, name, &vstr(v))
 }
 
-/// Rows from which a dataset is stored compressed (shuffle + deflate, which
+/// Size from which a dataset is stored compressed (shuffle + deflate, which
 /// h5py, h5dump and every HDF5 reader undo by themselves): a report's large
 /// tables (nodes, spread, samples) shrink 3–6×; small ones stay
 /// contiguous.
@@ -427,8 +430,7 @@ fn write_tree(g: &Group, index: usize, t: &Tree, syms: &Symbols, kinds: &[&str])
         put(g, "floor_bytes", &b)?;
     }
     let nodes: Vec<NodeRow> = t.nodes.iter().map(node_row).collect();
-    let mut strings = StringTable::default();
-    strings.of("");
+    let mut strings = StringTable::new();
     let frames: Vec<FrameIndexRow> = t
         .nodes
         .iter()
@@ -747,18 +749,16 @@ fn read_tracer(g: &Group) -> Result<TracerStats> {
     })
 }
 
-/// A tree's frames as (function, file, line), from either layout.
-fn read_frames(g: &Group, version: u32) -> Result<Vec<(String, String, u32)>> {
+/// A tree's frames, from either layout.
+fn read_frames(g: &Group, version: u32) -> Result<Vec<Frame>> {
     if version < 2 {
         let rows = get_rows::<FrameRow>(g, "frames")?;
         return Ok(rows
             .into_iter()
-            .map(|r| {
-                (
-                    r.function.as_str().to_string(),
-                    r.file.as_str().to_string(),
-                    r.line,
-                )
+            .map(|r| Frame {
+                function: r.function.as_str().to_string(),
+                file: r.file.as_str().to_string(),
+                line: r.line,
             })
             .collect());
     }
@@ -778,7 +778,13 @@ fn read_frames(g: &Group, version: u32) -> Result<Vec<(String, String, u32)>> {
     };
     rows.iter()
         .enumerate()
-        .map(|(row, r)| Ok((text(r.function, row)?, text(r.file, row)?, r.line)))
+        .map(|(row, r)| {
+            Ok(Frame {
+                function: text(r.function, row)?,
+                file: text(r.file, row)?,
+                line: r.line,
+            })
+        })
         .collect()
 }
 
@@ -794,7 +800,7 @@ fn read_tree(g: &Group, symbols: &mut Symbols, version: u32) -> Result<Tree> {
         )));
     }
     let mut nodes = Vec::with_capacity(rows.len());
-    for (i, (r, fr)) in rows.iter().zip(&frames).enumerate() {
+    for (i, (r, fr)) in rows.iter().zip(frames).enumerate() {
         let key = match r.key_type {
             KEY_ROOT => FrameKey::Root,
             KEY_KIND => FrameKey::Kind(u16::try_from(r.addr).map_err(|_| {
@@ -805,15 +811,7 @@ fn read_tree(g: &Group, symbols: &mut Symbols, version: u32) -> Result<Tree> {
                 ))
             })?),
             KEY_ADDR => {
-                symbols.insert(
-                    r.module,
-                    r.addr,
-                    Frame {
-                        function: fr.0.clone(),
-                        file: fr.1.clone(),
-                        line: fr.2,
-                    },
-                );
+                symbols.insert(r.module, r.addr, fr);
                 FrameKey::Addr {
                     module: r.module,
                     offset: r.addr,
@@ -1100,10 +1098,10 @@ mod tests {
             read_frames(g, 2)
                 .unwrap()
                 .into_iter()
-                .map(|(function, file, line)| FrameRow {
-                    function: vstr(&function),
-                    file: vstr(&file),
-                    line,
+                .map(|f| FrameRow {
+                    function: vstr(&f.function),
+                    file: vstr(&f.file),
+                    line: f.line,
                 })
                 .collect()
         });

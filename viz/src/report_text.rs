@@ -306,9 +306,10 @@ pub fn peak_rank(p: &Profile) -> Option<&RankSummary> {
     })
 }
 
-/// `peak 11.8 MiB (12345678 B), 2.125 s into the run`. A job's heap peak is each
-/// rank's own: the largest, its rank and when, and their sum (the job's
-/// `/heap` peak), which bounds what the ranks held at once from above.
+/// `peak 11.8 MiB (12345678 B), 2.125 s into the run`. A job's heap peak
+/// is each rank's own: the largest, its rank and when, and their sum (the
+/// job's `/heap` peak), which bounds what the ranks held at once from
+/// above.
 fn peak_line(p: &Profile) -> String {
     let at = |peak: u64, ns: u64, whose: &str| match peak {
         0 => String::new(),
@@ -323,7 +324,7 @@ fn peak_line(p: &Profile) -> String {
             p.ranks.len(),
             human_bytes(p.heap.peak_bytes)
         ),
-        _ => format!(
+        None => format!(
             "peak {}{}",
             exact_bytes(p.heap.peak_bytes),
             at(p.heap.peak_bytes, p.heap.peak_time_ns, "the")
