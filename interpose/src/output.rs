@@ -46,18 +46,46 @@ pub fn descendant_report_pattern(report: &Path) -> String {
     format!("{before}<pid>{after}")
 }
 
-/// Is `name` the report name a descendant of the process whose report is
-/// `report` would choose (`report_path` with `descendant`)?
-pub fn is_descendant_report(report: &Path, name: &str) -> bool {
+/// The pid in `name`, if it is the report name a descendant of the process
+/// whose report is `report` would choose (`report_path` with `descendant`).
+fn descendant_pid(report: &Path, name: &str) -> Option<u64> {
     let (before, after) = around_pid(report);
     name.strip_prefix(&before)
         .and_then(|r| r.strip_suffix(&after))
-        .is_some_and(|pid| !pid.is_empty() && pid.bytes().all(|b| b.is_ascii_digit()))
+        .filter(|pid| !pid.is_empty() && pid.bytes().all(|b| b.is_ascii_digit()))
+        .map(|pid| pid.parse().unwrap_or(u64::MAX))
 }
 
-/// How many reports of descendants (`is_descendant_report`) of the process
-/// whose report is `report` lie beside it, written at or after `since`.
-pub fn descendant_reports_since(report: &Path, since: std::time::SystemTime) -> usize {
+/// When the process whose report is counted started, to tell its
+/// descendants' reports from those of an earlier run.
+#[derive(Clone, Copy, Debug)]
+pub struct Since {
+    /// The tracer's start in this process (exact): a report written since
+    /// is one of this run's.
+    pub tracer: std::time::SystemTime,
+    /// The process's start ([`process_start`]: its fork, which an `exec`
+    /// keeps, rounded down to a clock tick), at or before `tracer`.
+    pub process: std::time::SystemTime,
+    /// This process's pid.
+    pub pid: u32,
+}
+
+impl Since {
+    /// Is a descendant's report written at `written`, by `pid`, one of
+    /// this run's? Between the process's start and the tracer's, it is
+    /// either from a program a shell ran before it `exec`ed the traced one
+    /// (a child of this process: a higher pid) or, within the clock tick
+    /// the start was rounded down by, from an earlier run's process (a
+    /// lower pid, pids being handed out in increasing order).
+    fn counts(&self, written: std::time::SystemTime, pid: u64) -> bool {
+        written >= self.tracer || (written >= self.process && pid > u64::from(self.pid))
+    }
+}
+
+/// How many reports of descendants (`descendant_pid`) of the process
+/// whose report is `report` lie beside it, written since it started
+/// ([`Since`]).
+pub fn descendant_reports_since(report: &Path, since: Since) -> usize {
     let Some(dir) = report.parent() else {
         return 0;
     };
@@ -66,15 +94,13 @@ pub fn descendant_reports_since(report: &Path, since: std::time::SystemTime) -> 
     };
     entries
         .filter_map(|e| e.ok())
-        .filter(|e| {
-            e.file_name()
+        .filter_map(|e| {
+            let pid = e
+                .file_name()
                 .to_str()
-                .is_some_and(|n| is_descendant_report(report, n))
-        })
-        .filter(|e| {
-            e.metadata()
-                .and_then(|m| m.modified())
-                .is_ok_and(|m| m >= since)
+                .and_then(|n| descendant_pid(report, n))?;
+            let written = e.metadata().and_then(|m| m.modified()).ok()?;
+            since.counts(written, pid).then_some(())
         })
         .count()
 }
@@ -160,30 +186,26 @@ mod tests {
             report_path(Some(Path::new("/a/rep")), cwd, 7, true),
             PathBuf::from("/a/rep-7")
         );
-        for (name, yes) in [
-            ("r-42.h5", true),
-            ("r-1.h5", true),
-            ("r.h5", false),
-            ("r-.h5", false),
-            ("r-42.h5.wmprof", false),
-            ("r-4x2.h5", false),
-            ("rr-42.h5", false),
-            ("r-42.h6", false),
-            ("x-42.h5", false),
+        for (name, pid) in [
+            ("r-42.h5", Some(42)),
+            ("r-1.h5", Some(1)),
+            ("r.h5", None),
+            ("r-.h5", None),
+            ("r-42.h5.wmprof", None),
+            ("r-4x2.h5", None),
+            ("rr-42.h5", None),
+            ("r-42.h6", None),
+            ("x-42.h5", None),
         ] {
-            assert_eq!(
-                is_descendant_report(&cwd.join("out/r.h5"), name),
-                yes,
-                "{name}"
-            );
+            assert_eq!(descendant_pid(&cwd.join("out/r.h5"), name), pid, "{name}");
         }
         assert_eq!(
             descendant_report_pattern(Path::new("/a/r.h5")),
             "r-<pid>.h5"
         );
         assert_eq!(descendant_report_pattern(Path::new("/a/rep")), "rep-<pid>");
-        assert!(is_descendant_report(Path::new("/a/rep"), "rep-7"));
-        assert!(!is_descendant_report(Path::new("/a/rep"), "rep-7.h5"));
+        assert_eq!(descendant_pid(Path::new("/a/rep"), "rep-7"), Some(7));
+        assert_eq!(descendant_pid(Path::new("/a/rep"), "rep-7.h5"), None);
         assert_eq!(
             profile_path(Path::new("/a/r.h5")),
             PathBuf::from("/a/r.h5.wmprof")
@@ -216,28 +238,41 @@ mod tests {
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).unwrap();
         let report = dir.join("run.h5");
-        let before = std::time::SystemTime::now() - std::time::Duration::from_secs(60);
+        let now = std::time::SystemTime::now();
+        let secs = std::time::Duration::from_secs;
+        // The process started 60 s ago as pid 100, its tracer 30 s ago
+        // (a shell that ran programs, then exec'ed the traced one).
+        let since = Since {
+            tracer: now - secs(30),
+            process: now - secs(60),
+            pid: 100,
+        };
+        let write = |name: &str, ago: u64| {
+            let f = std::fs::File::create(dir.join(name)).unwrap();
+            f.set_modified(now - secs(ago)).unwrap();
+        };
         for name in [
             "run.h5",
             "run-11.h5",
-            "run-12.h5",
+            "run-120.h5",
             "other-13.h5",
             "run-14.h5.wmprof",
         ] {
-            std::fs::write(dir.join(name), b"x").unwrap();
+            write(name, 0);
         }
-        assert_eq!(descendant_reports_since(&report, before), 2);
-        // One from before this process started does not count.
-        let old = std::fs::File::options()
-            .write(true)
-            .open(dir.join("run-11.h5"))
-            .unwrap();
-        old.set_modified(before - std::time::Duration::from_secs(60))
-            .unwrap();
-        drop(old);
-        assert_eq!(descendant_reports_since(&report, before), 1);
+        assert_eq!(descendant_reports_since(&report, since), 2);
+        // Written before the process started: an earlier run's.
+        write("run-11.h5", 90);
+        assert_eq!(descendant_reports_since(&report, since), 1);
+        // Between the process's start and the tracer's: a program the shell
+        // ran (a higher pid) counts, an earlier run's process (a lower pid,
+        // its report written within the tick the start was rounded down by)
+        // does not.
+        write("run-130.h5", 45);
+        write("run-99.h5", 45);
+        assert_eq!(descendant_reports_since(&report, since), 2);
         assert_eq!(
-            descendant_reports_since(&dir.join("nothing/run.h5"), before),
+            descendant_reports_since(&dir.join("nothing/run.h5"), since),
             0
         );
         std::fs::remove_dir_all(&dir).unwrap();

@@ -335,15 +335,20 @@ fn write_here(g: &Guard, t: &Tracer, reason: &str) {
 }
 
 /// The closing line: the report, and how many processes this process
-/// started wrote theirs beside it (`<stem>-<pid>.h5`, named by
+/// started wrote their own beside it (`<stem>-<pid>.h5`, named by
 /// `WMHCCT_OUT`; without it every process's report is `wmhcct-<pid>.h5`
 /// and another traced program's may share the directory, so none are
 /// counted).
 fn announce_report(t: &Tracer, report: &Path) {
     let tracer_start = std::time::UNIX_EPOCH + std::time::Duration::from_nanos(t.start_unix_ns);
-    let start = output::process_start().map_or(tracer_start, |p| p.min(tracer_start));
+    let since = output::Since {
+        tracer: tracer_start,
+        process: output::process_start().map_or(tracer_start, |p| p.min(tracer_start)),
+        // SAFETY: getpid has no preconditions.
+        pid: unsafe { libc::getpid() } as u32,
+    };
     let others = match t.config.out {
-        Some(_) => output::descendant_reports_since(report, start),
+        Some(_) => output::descendant_reports_since(report, since),
         None => 0,
     };
     let shown = report.to_string_lossy();
@@ -352,8 +357,8 @@ fn announce_report(t: &Tracer, report: &Path) {
         return;
     }
     let (count, verb) = match others {
-        1 => ("1 process it started".to_string(), "wrote its"),
-        n => (format!("{n} processes it started"), "wrote theirs"),
+        1 => ("1 process it started".to_string(), "wrote its own"),
+        n => (format!("{n} processes it started"), "wrote their own"),
     };
     crate::diag::message(&[
         "report written to ",

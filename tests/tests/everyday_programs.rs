@@ -72,11 +72,11 @@ fn same_output_traced(name: &str, script: &str, stderr: Stderr) {
         let closing = match kids {
             0 => format!("wmhcct: report written to {}", h5.display()),
             1 => format!(
-                "wmhcct: report written to {}; 1 process it started wrote its beside it as run-<pid>.h5",
+                "wmhcct: report written to {}; 1 process it started wrote its own beside it as run-<pid>.h5",
                 h5.display()
             ),
             n => format!(
-                "wmhcct: report written to {}; {n} processes it started wrote theirs beside it as run-<pid>.h5",
+                "wmhcct: report written to {}; {n} processes it started wrote their own beside it as run-<pid>.h5",
                 h5.display()
             ),
         };

@@ -48,7 +48,7 @@ fn assert_only_the_parents_closing_line(out: &Output, h5: &std::path::Path) {
     assert_eq!(
         out.stderr,
         format!(
-            "wmhcct: report written to {}; 1 process it started wrote its beside it as forking-<pid>.h5\n",
+            "wmhcct: report written to {}; 1 process it started wrote its own beside it as forking-<pid>.h5\n",
             h5.display()
         ),
         "the parent's closing line only"
@@ -127,5 +127,46 @@ fn fork_without_exec_child_allocates() {
         contexts_with(&c, "malloc", "parent_after").is_empty(),
         "the parent's later events are not the child's: {}",
         summary(&c)
+    );
+}
+
+/// A shell that runs programs and then `exec`s the last: the exec'd
+/// program's closing line counts the reports the programs before it wrote
+/// (they ran after the process started, before its tracer did), and not a
+/// report an earlier run left there in that window. The shell makes one
+/// with `touch`, under a pid below its own, as a process of an earlier run
+/// has.
+#[test]
+fn a_shell_that_execs_counts_its_programs_not_an_earlier_runs() {
+    let w = WorkDir::new("forkshellexec");
+    let h5 = w.join("run.h5");
+    // The last program is a shell too: coreutils' echo closes its stderr
+    // before it exits, and with it the tracer's closing line.
+    let script = "touch run-1.h5 && /bin/true && exec /bin/sh -c 'echo done'";
+    let out = run_traced("/bin/bash", &["-c", script], &w.path, &h5, &[]);
+    assert_eq!(out.code, 0, "{}", out.describe());
+    assert_eq!(out.stdout, "done\n");
+    // touch and true wrote theirs; run-1.h5 is the earlier run's.
+    let kids: Vec<_> = child_reports(&w.path, "run")
+        .into_iter()
+        .filter(|p| !p.ends_with("run-1.h5"))
+        .collect();
+    assert_eq!(kids.len(), 2, "touch's and true's reports: {kids:?}");
+    for kid in &kids {
+        report_json(kid);
+    }
+    assert_eq!(
+        out.stderr,
+        format!(
+            "wmhcct: report written to {}; 2 processes it started wrote their own beside it as run-<pid>.h5\n",
+            h5.display()
+        ),
+        "sh's closing line counts touch's and true's reports"
+    );
+    let r = report_json(&h5);
+    assert!(
+        r["program"].as_str().unwrap_or("").ends_with("sh"),
+        "the report is the exec'd sh's: {}",
+        r["program"]
     );
 }
