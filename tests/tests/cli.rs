@@ -418,3 +418,108 @@ fn report_and_export_by_each_key() {
         );
     }
 }
+
+/// `--focus TEXT`: `report` (text and JSON) lists only the contexts whose
+/// stack has a frame naming TEXT (function, source file or module name, any
+/// case; several: any) and sums them against every allocation call;
+/// `export --format folded` keeps only those stacks; an empty text is
+/// refused by name.
+#[test]
+fn focus_keeps_the_contexts_through_a_frame() {
+    let w = WorkDir::new("cli-focus");
+    let exe = compile("sort_keys.c", &w.path, Opt::Debug, &[]);
+    let h5 = w.join("sk.h5");
+    let out = run_traced(&exe, &[] as &[&str], &w.path, &h5, &[("WMHCCT_EXACT", "1")]);
+    assert_eq!(out.code, 0, "{}", out.describe());
+    let h5_s = h5.to_string_lossy().into_owned();
+    let json = |args: &[&str]| -> Value {
+        let mut all = vec!["report", h5_s.as_str(), "--json"];
+        all.extend_from_slice(args);
+        let r = run_plain(bin(), &all, &w.path);
+        assert_eq!(r.code, 0, "{args:?}: {}", r.describe());
+        serde_json::from_str(&r.stdout).unwrap()
+    };
+    let whole = json(&[]);
+    assert!(whole["focus"].is_null(), "no focus: {}", whole["focus"]);
+    let all_calls: u64 = ["malloc", "calloc", "realloc", "posix_memalign"]
+        .iter()
+        .map(|k| total_count(&whole, k))
+        .sum();
+
+    // Two functions, one in another case.
+    let two = json(&["--focus", "SK_CHURN", "--focus", "sk_leaker"]);
+    let mut leaders: Vec<String> = two["contexts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| stack_names(c)[0].clone())
+        .collect();
+    leaders.sort();
+    assert_eq!(leaders, ["sk_churn", "sk_leaker"], "{}", two["contexts"]);
+    let f = &two["focus"];
+    assert_eq!(f["texts"], serde_json::json!(["SK_CHURN", "sk_leaker"]));
+    assert_eq!(u64_of(&f["contexts"]), 2, "{f}");
+    assert_eq!(u64_of(&f["count"]), 103, "{f}");
+    assert_eq!(u64_of(&f["bytes"]), 100 * (100 << 10) + 3000, "{f}");
+    assert_eq!(u64_of(&f["leaked_bytes"]), 3000, "{f}");
+    assert_eq!(u64_of(&f["all_count"]), all_calls, "{f}");
+    // The rest of the report is the whole program's.
+    assert_eq!(two["heap"], whole["heap"]);
+    assert_eq!(two["totals"], whole["totals"]);
+
+    // A source file: the program's four contexts (main is in it too, so
+    // the exact tree's every context of the program), by count.
+    let file = json(&["--focus", "sort_keys.c"]);
+    assert_eq!(u64_of(&file["focus"]["count"]), 1000 + 100 + 4 + 3);
+    // A module's file name: the same, as the program calls no library that
+    // allocates; its directory is no part of the name.
+    let module = exe.file_name().unwrap().to_string_lossy().into_owned();
+    assert_eq!(
+        json(&["--focus", &module])["focus"]["count"],
+        file["focus"]["count"]
+    );
+    let dir = w.path.to_string_lossy().into_owned();
+    assert_eq!(u64_of(&json(&["--focus", &dir])["focus"]["contexts"]), 0);
+
+    // The text: the sums and the list's header name the focus.
+    let r = run_plain(
+        bin(),
+        &["report", &h5_s, "--focus", "sk_churn", "--by", "bytes"],
+        &w.path,
+    );
+    assert_eq!(r.code, 0, "{}", r.describe());
+    let line = format!(
+        "1 contexts, 100 of {all_calls} allocation calls ({:.1}%), 9.8 MiB of ",
+        100.0 * 100.0 / all_calls as f64
+    );
+    assert!(r.stdout.contains(&line), "{line}\n{}", r.stdout);
+    assert!(
+        r.stdout
+            .contains("\ntop 1 of 1 contexts through \"sk_churn\" by bytes allocated:\n"),
+        "{}",
+        r.stdout
+    );
+    assert!(!r.stdout.contains("sk_many_small"), "{}", r.stdout);
+
+    // The folded stacks through the focus.
+    let r = run_plain(
+        bin(),
+        &[
+            "export", &h5_s, "--format", "folded", "--weight", "count", "--focus", "sk_peak",
+        ],
+        &w.path,
+    );
+    assert_eq!(r.code, 0, "{}", r.describe());
+    let lines: Vec<&str> = r.stdout.lines().collect();
+    assert_eq!(lines.len(), 1, "{}", r.stdout);
+    assert!(
+        lines[0].ends_with(";sk_peak_holder;malloc 4"),
+        "{}",
+        r.stdout
+    );
+
+    // An empty text would match every frame: refused, naming the option.
+    let bad = run_plain(bin(), &["report", &h5_s, "--focus", ""], &w.path);
+    assert_eq!(bad.code, 2, "{}", bad.describe());
+    assert!(bad.stderr.contains("--focus"), "{}", bad.stderr);
+}

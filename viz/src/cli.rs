@@ -93,6 +93,11 @@ pub struct ExportArgs {
     /// MPI_Finalize); left out by default, as in `report --by leaked`.
     #[arg(long)]
     pub mpi_internal: bool,
+    /// Only the stacks that pass through a frame naming TEXT: in its
+    /// function, source file or module file name, any case (repeatable:
+    /// any of them), as in `report --focus`.
+    #[arg(long, value_name = "TEXT", value_parser = clap::builder::NonEmptyStringValueParser::new())]
+    pub focus: Vec<String>,
     /// Output file (default: standard output).
     #[arg(short, long)]
     pub output: Option<PathBuf>,
@@ -203,4 +208,9 @@ pub struct ReportArgs {
     /// line.
     #[arg(long)]
     pub mpi_internal: bool,
+    /// Only the contexts whose stack passes through a frame naming TEXT:
+    /// in its function, source file or module file name, any case
+    /// (repeatable: any of them). The report sums what they allocated.
+    #[arg(long, value_name = "TEXT", value_parser = clap::builder::NonEmptyStringValueParser::new())]
+    pub focus: Vec<String>,
 }

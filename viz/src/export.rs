@@ -6,6 +6,7 @@ use anyhow::{Context as _, Result};
 
 use crate::cli::{ExportArgs, ExportFormat, SortKey};
 use crate::contexts::{contexts, StackFrame};
+use crate::focus::Focus;
 use crate::input::load;
 use crate::mpi_internal::owners;
 use crate::stacks::{all_stacks, Stack};
@@ -23,8 +24,8 @@ fn clean(name: &str) -> String {
 
 /// Collapsed stacks, root first, one line per distinct symbolised stack
 /// (`a;b;c;malloc 1234`), in tree order; zero weights are left out, and
-/// so are the MPI library's own stacks in `skip`.
-pub fn folded(stacks: &[Stack], weight: SortKey, skip: &MpiSkip) -> String {
+/// so are the stacks in `skip`.
+pub fn folded(stacks: &[Stack], weight: SortKey, skip: &LeftOut) -> String {
     let mut order: Vec<String> = Vec::new();
     let mut sums: HashMap<String, u64> = HashMap::new();
     for (i, s) in stacks.iter().enumerate() {
@@ -34,7 +35,7 @@ pub fn folded(stacks: &[Stack], weight: SortKey, skip: &MpiSkip) -> String {
             SortKey::Leaked => s.leaked_bytes,
             SortKey::Peak => s.peak_live_bytes,
         };
-        if w == 0 || skip.stacks.contains(&i) {
+        if w == 0 || skip.mpi.contains(&i) || skip.focus.contains(&i) {
             continue;
         }
         let key = s
@@ -58,59 +59,85 @@ pub fn folded(stacks: &[Stack], weight: SortKey, skip: &MpiSkip) -> String {
 
 /// The stacks (indices into [`all_stacks`]) the MPI library allocated for
 /// itself, which a folded export of the leaks leaves out, and their live
-/// bytes.
+/// bytes; and the stacks a focus leaves out.
 #[derive(Default)]
-pub struct MpiSkip {
-    stacks: HashSet<usize>,
-    live_bytes: u64,
+pub struct LeftOut {
+    mpi: HashSet<usize>,
+    mpi_live_bytes: u64,
+    focus: HashSet<usize>,
 }
 
-impl MpiSkip {
+impl LeftOut {
     /// What `--weight leaked` leaves out without `--mpi-internal`: the
     /// stacks allocated inside MPI calls or on the MPI library's threads
     /// (`mpi_internal.rs`), which a job's report, taken in MPI_Finalize,
     /// shows as live.
-    pub fn of(all: &[Stack], program: &str) -> MpiSkip {
+    pub fn of(all: &[Stack], program: &str) -> LeftOut {
         let inner: Vec<Vec<StackFrame>> = all
             .iter()
             .map(|s| s.frames.iter().rev().cloned().collect())
             .collect();
         let refs: Vec<&[StackFrame]> = inner.iter().map(Vec::as_slice).collect();
-        let mut skip = MpiSkip::default();
+        let mut skip = LeftOut::default();
         for (i, owner) in owners(&refs, program).into_iter().enumerate() {
             if owner.is_some() && !all[i].untraced {
-                skip.stacks.insert(i);
-                skip.live_bytes += all[i].leaked_bytes;
+                skip.mpi.insert(i);
+                skip.mpi_live_bytes += all[i].leaked_bytes;
             }
         }
         skip
+    }
+
+    /// Leave out the stacks `out` picks too (and no longer count them
+    /// among the MPI library's).
+    fn leave_out(&mut self, all: &[Stack], out: impl Fn(&Stack) -> bool) {
+        for (i, s) in all.iter().enumerate() {
+            if out(s) {
+                self.focus.insert(i);
+                if self.mpi.remove(&i) {
+                    self.mpi_live_bytes -= s.leaked_bytes;
+                }
+            }
+        }
     }
 }
 
 pub fn run(args: &ExportArgs) -> Result<()> {
     let name = args.file.display().to_string();
     let loaded = load(&args.file).with_context(|| name.clone())?;
+    let focus = Focus::new(&args.focus);
     let text = match args.format {
         ExportFormat::Folded => {
             let stacks = all_stacks(&loaded.profile, &loaded.symbols);
-            let skip = if args.weight == SortKey::Leaked && !args.mpi_internal {
-                MpiSkip::of(&stacks, &loaded.profile.meta.program)
+            // The MPI library is recognised over every stack, then the
+            // focus leaves out the stacks not through it.
+            let mut skip = if args.weight == SortKey::Leaked && !args.mpi_internal {
+                LeftOut::of(&stacks, &loaded.profile.meta.program)
             } else {
-                MpiSkip::default()
+                LeftOut::default()
             };
-            if skip.live_bytes > 0 {
+            if let Some(f) = &focus {
+                skip.leave_out(&stacks, |s| !f.matches(&s.frames));
+            }
+            if skip.mpi_live_bytes > 0 {
                 eprintln!(
                     "wmhcct: left out {} stacks with {} bytes live that the MPI library \
                      allocated for itself (--mpi-internal keeps them)",
-                    skip.stacks.len(),
-                    skip.live_bytes
+                    skip.mpi.len(),
+                    skip.mpi_live_bytes
                 );
             }
             folded(&stacks, args.weight, &skip)
         }
         ExportFormat::Json => {
             let list = contexts(&loaded.profile, &loaded.symbols);
-            let v = crate::report_json::render(&loaded.profile, loaded.format_version, &list, None);
+            let v = crate::report_json::render(
+                &loaded.profile,
+                loaded.format_version,
+                &list,
+                None,
+                focus.as_ref(),
+            );
             let mut s = serde_json::to_string_pretty(&v).context("encoding JSON")?;
             s.push('\n');
             s

@@ -8,6 +8,7 @@ mod diff;
 mod elf_symbols;
 mod export;
 mod flame;
+mod focus;
 mod font;
 mod forward;
 mod h5child;

@@ -6,6 +6,7 @@ use anyhow::{Context as _, Result};
 
 use crate::cli::ReportArgs;
 use crate::contexts::contexts;
+use crate::focus::Focus;
 use crate::input::load;
 use crate::{report_json, report_text};
 
@@ -13,9 +14,16 @@ pub fn run(args: &ReportArgs) -> Result<()> {
     let name = args.file.display().to_string();
     let loaded = load(&args.file).with_context(|| name.clone())?;
     let mut list = contexts(&loaded.profile, &loaded.symbols);
+    let focus = Focus::new(&args.focus);
     list.sort(args.by);
     let out = if args.json {
-        let v = report_json::render(&loaded.profile, loaded.format_version, &list, args.top);
+        let v = report_json::render(
+            &loaded.profile,
+            loaded.format_version,
+            &list,
+            args.top,
+            focus.as_ref(),
+        );
         let mut s = serde_json::to_string_pretty(&v).context("encoding JSON")?;
         s.push('\n');
         s
@@ -26,6 +34,7 @@ pub fn run(args: &ReportArgs) -> Result<()> {
             args.top.unwrap_or(20),
             args.by,
             args.mpi_internal,
+            focus.as_ref(),
         )
     };
     let mut stdout = std::io::stdout().lock();

@@ -4,7 +4,8 @@ use serde::Serialize;
 use serde_json::{json, Map, Value};
 use wmhcct_format::{HeapStats, KindTotal, Profile, RankSummary, Spread, UnwindStats, ALLOC_KINDS};
 
-use crate::contexts::{Context, ContextList};
+use crate::contexts::{alloc_tree, Context, ContextList};
+use crate::focus::{Focus, FocusSums};
 use crate::h5layout::rank_count;
 use crate::mpi_internal::MpiOwn;
 
@@ -182,9 +183,47 @@ fn mpi_own_json(own: &MpiOwn) -> Value {
 }
 
 /// The whole JSON document; `top` limits both context lists.
-pub fn render(p: &Profile, format_version: u32, list: &ContextList, top: Option<usize>) -> Value {
+/// `--focus`: its texts and what the allocation contexts through it add
+/// up to, with the allocation tree's totals (every allocation call and
+/// its bytes) to compare with; `null` without a focus.
+fn focus_json(p: &Profile, list: &ContextList, focus: Option<&Focus>) -> Value {
+    let Some(f) = focus else {
+        return Value::Null;
+    };
+    let sums = FocusSums::of(&list.contexts);
+    let tree = alloc_tree(p);
+    json!({
+        "texts": f.texts(),
+        "contexts": sums.contexts,
+        "count": sums.count,
+        "bytes": sums.bytes,
+        "leaked_bytes": sums.leaked_bytes,
+        "peak_live_bytes": sums.peak_live_bytes,
+        "all_count": tree.map_or(0, |t| t.total_count),
+        "all_bytes": tree.map_or(0, |t| t.total_bytes),
+    })
+}
+
+/// The report JSON; with a focus, the contexts listed are those through
+/// it, and `focus` sums them (the rest describes the whole program).
+pub fn render(
+    p: &Profile,
+    format_version: u32,
+    list: &ContextList,
+    top: Option<usize>,
+    focus: Option<&Focus>,
+) -> Value {
     let n = top.unwrap_or(usize::MAX);
     let nranks = rank_count(p);
+    let mpi_own = mpi_own_json(&MpiOwn::of(&list.contexts));
+    let focused;
+    let list = match focus {
+        Some(f) => {
+            focused = f.of(list);
+            &focused
+        }
+        None => list,
+    };
     let json_of = |c| context_json(c, nranks);
     // Allocation contexts first, then MPI call contexts (each list limited
     // to `top`).
@@ -211,7 +250,7 @@ pub fn render(p: &Profile, format_version: u32, list: &ContextList, top: Option<
         "peak_bytes": p.heap.peak_bytes,
         "live_bytes": p.heap.live_bytes,
         "heap": heap_json(&p.heap),
-        "mpi_own": mpi_own_json(&MpiOwn::of(&list.contexts)),
+        "mpi_own": mpi_own,
         "config": {
             "phi": p.config.phi,
             "epsilon": p.config.epsilon,
@@ -222,6 +261,7 @@ pub fn render(p: &Profile, format_version: u32, list: &ContextList, top: Option<
         "unwind": unwind_json(&p.unwind),
         "tracer": tracer_json(&p.tracer),
         "ranks_detail": ranks_detail(p),
+        "focus": focus_json(p, list, focus),
         "contexts": contexts,
         "untraced": untraced,
     })

@@ -5,7 +5,8 @@ use std::fmt::Write as _;
 
 use wmhcct_format::{Profile, RankSummary};
 
-use crate::contexts::{Context, ContextList, SortKey, StackFrame};
+use crate::contexts::{alloc_tree, Context, ContextList, SortKey, StackFrame};
+use crate::focus::{Focus, FocusSums};
 use crate::h5layout::rank_count;
 use crate::mpi_internal::MpiOwn;
 use crate::repeats::runs_by;
@@ -84,13 +85,16 @@ fn ratio(n: u64, d: u64) -> String {
 /// The text report, contexts listed by `by` (the list is sorted by it);
 /// the contexts allocated inside MPI calls (the MPI library's own
 /// allocations, [`crate::mpi_internal`]) are summed in one line instead of
-/// listed, unless `mpi_internal`.
+/// listed, unless `mpi_internal`. With a focus, only the contexts through
+/// it are listed, and a line sums them; the rest describes the whole
+/// program.
 pub fn render(
     p: &Profile,
     list: &ContextList,
     top: usize,
     by: SortKey,
     mpi_internal: bool,
+    focus: Option<&Focus>,
 ) -> String {
     let mut s = String::new();
     let m = &p.meta;
@@ -182,6 +186,16 @@ pub fn render(
         u.validated, u.correct, u.reseeds, u.truncated, u.errors
     );
 
+    let focused;
+    let list = match focus {
+        Some(f) => {
+            focused = f.of(list);
+            focus_lines(&mut s, p, &focused, f, end);
+            &focused
+        }
+        None => list,
+    };
+    let through = focus.map_or(String::new(), |f| format!(" through {}", f.quoted()));
     let all = list.contexts.len();
     // The program's contexts: the MPI library's own allocations are no
     // leak of the program's, nor what it can change.
@@ -195,16 +209,19 @@ pub fn render(
     let shown = listed.len().min(top);
     let n = listed.len();
     let _ = match by {
-        SortKey::Count => writeln!(s, "\ntop {shown} of {n} contexts by count:"),
-        SortKey::Bytes => writeln!(s, "\ntop {shown} of {n} contexts by bytes allocated:"),
+        SortKey::Count => writeln!(s, "\ntop {shown} of {n} contexts{through} by count:"),
+        SortKey::Bytes => writeln!(
+            s,
+            "\ntop {shown} of {n} contexts{through} by bytes allocated:"
+        ),
         SortKey::Leaked => writeln!(
             s,
-            "\ntop {shown} of {n} contexts that leaked (of {all}), by bytes leaked:"
+            "\ntop {shown} of {n} contexts{through} that leaked (of {all}), by bytes leaked:"
         ),
         SortKey::Peak => writeln!(
             s,
-            "\ntop {shown} of {n} contexts with bytes live at the heap's peak (of {all}), \
-             by those bytes:"
+            "\ntop {shown} of {n} contexts{through} with bytes live at the heap's peak \
+             (of {all}), by those bytes:"
         ),
     };
     let nranks = rank_count(p);
@@ -234,7 +251,8 @@ pub fn render(
             }
         );
     }
-    if by == SortKey::Leaked {
+    // Under a focus the rest of the live heap is outside it, not cold.
+    if by == SortKey::Leaked && focus.is_none() {
         let listed_live: u64 = list
             .contexts
             .iter()
@@ -256,7 +274,7 @@ pub fn render(
         let shown = list.mpi.len().min(top);
         let _ = writeln!(
             s,
-            "\ntop {shown} of {} MPI call contexts by {}:",
+            "\ntop {shown} of {} MPI call contexts{through} by {}:",
             list.mpi.len(),
             if by == SortKey::Bytes {
                 "bytes sent (received, by a receive)"
@@ -290,6 +308,47 @@ pub fn render(
         }
     }
     s
+}
+
+/// The focus and what the allocation contexts through it add up to, against
+/// every allocation call and byte of the program (the allocation tree's
+/// totals): sums of the report's contexts, which hold every call in exact
+/// mode, and otherwise the hot ones (the contexts under the threshold are
+/// not in the report).
+fn focus_lines(s: &mut String, p: &Profile, list: &ContextList, f: &Focus, end: &str) {
+    let sums = FocusSums::of(&list.contexts);
+    let (all_count, all_bytes) = alloc_tree(p).map_or((0, 0), |t| (t.total_count, t.total_bytes));
+    let share = |part: u64, all: u64| match all {
+        0 => String::new(),
+        _ => format!(" ({:.1}%)", 100.0 * part as f64 / all as f64),
+    };
+    let _ = writeln!(
+        s,
+        "\nfocus:     contexts through a frame naming {} (function, source file or module, \
+         any case)",
+        f.quoted()
+    );
+    let _ = writeln!(
+        s,
+        "           {} contexts, {} of {} allocation calls{}, {} of {} allocated{}, \
+         {} live at {end}",
+        sums.contexts,
+        sums.count,
+        all_count,
+        share(sums.count, all_count),
+        human_bytes(sums.bytes),
+        human_bytes(all_bytes),
+        share(sums.bytes, all_bytes),
+        human_bytes(sums.leaked_bytes)
+    );
+    if !p.config.exact {
+        let _ = writeln!(
+            s,
+            "           sums over the contexts above the hotness threshold (phi {}): the \
+             others are not in the report (WMHCCT_EXACT=1 keeps every context)",
+            p.config.phi
+        );
+    }
 }
 
 /// The rank of a job (several ranks) with the highest heap peak, the

@@ -1,0 +1,162 @@
+//! `--focus TEXT`: only the contexts whose stack passes through a frame
+//! that names TEXT, in its function, its source file or its module's file
+//! name, ignoring ASCII case (Fortran compilers lower-case names). Several
+//! texts: any of them. So `wmhcct report r.h5 --focus solver` lists what
+//! the solver allocates, through whatever it calls, the MPI library
+//! included.
+
+use crate::contexts::{Context, ContextList, StackFrame};
+
+/// The texts of `--focus`.
+#[derive(Clone, Debug)]
+pub struct Focus {
+    /// As given, for messages.
+    texts: Vec<String>,
+    /// Lower-cased, for matching.
+    lower: Vec<String>,
+}
+
+impl Focus {
+    /// `None` without texts (no focus).
+    pub fn new(texts: &[String]) -> Option<Focus> {
+        (!texts.is_empty()).then(|| Focus {
+            texts: texts.to_vec(),
+            lower: texts.iter().map(|t| t.to_ascii_lowercase()).collect(),
+        })
+    }
+
+    /// The texts as given.
+    pub fn texts(&self) -> &[String] {
+        &self.texts
+    }
+
+    /// Does a frame of `stack` name one of the texts?
+    pub fn matches(&self, stack: &[StackFrame]) -> bool {
+        stack.iter().any(|f| self.names(f))
+    }
+
+    fn names(&self, f: &StackFrame) -> bool {
+        let module = f.module.rsplit('/').next().unwrap_or(&f.module);
+        [f.function.as_str(), f.file.as_str(), module]
+            .iter()
+            .any(|field| {
+                let field = field.to_ascii_lowercase();
+                self.lower.iter().any(|t| field.contains(t.as_str()))
+            })
+    }
+
+    /// The contexts through the focus, in `list`'s order; untraced
+    /// events have no stack.
+    pub fn of(&self, list: &ContextList) -> ContextList {
+        let through = |v: &[Context]| -> Vec<Context> {
+            v.iter()
+                .filter(|c| self.matches(&c.stack))
+                .cloned()
+                .collect()
+        };
+        ContextList {
+            contexts: through(&list.contexts),
+            untraced: Vec::new(),
+            mpi: through(&list.mpi),
+        }
+    }
+
+    /// `"solve"` or `"solve" or "halo"`.
+    pub fn quoted(&self) -> String {
+        self.texts
+            .iter()
+            .map(|t| format!("{t:?}"))
+            .collect::<Vec<_>>()
+            .join(" or ")
+    }
+}
+
+/// What the focused allocation contexts add up to.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct FocusSums {
+    pub contexts: usize,
+    pub count: u64,
+    pub bytes: u64,
+    pub leaked_bytes: u64,
+    pub peak_live_bytes: u64,
+}
+
+impl FocusSums {
+    pub fn of(contexts: &[Context]) -> FocusSums {
+        contexts.iter().fold(
+            FocusSums {
+                contexts: contexts.len(),
+                ..FocusSums::default()
+            },
+            |s, c| FocusSums {
+                count: s.count + c.count,
+                bytes: s.bytes + c.bytes,
+                leaked_bytes: s.leaked_bytes + c.leaked_bytes,
+                peak_live_bytes: s.peak_live_bytes + c.peak_live_bytes,
+                ..s
+            },
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn frame(function: &str, file: &str, module: &str) -> StackFrame {
+        StackFrame {
+            function: function.into(),
+            file: file.into(),
+            line: 1,
+            module: module.into(),
+            address: 0,
+        }
+    }
+
+    #[test]
+    fn a_frame_matches_by_function_file_or_module_name_in_any_case() {
+        let stack = [
+            frame("solver_mod::jacobi", "/src/solver.f90", "/opt/app/bin/app"),
+            frame("main", "/src/main.c", "/opt/app/bin/app"),
+        ];
+        for text in ["JACOBI", "solver", "main.c", "bin/app", "APP"] {
+            let f = Focus::new(&[text.to_string()]).unwrap();
+            // The module's directory is not its name.
+            assert_eq!(f.matches(&stack), text != "bin/app", "{text}");
+        }
+        let f = Focus::new(&["nothing".into(), "jacobi".into()]).unwrap();
+        assert!(f.matches(&stack), "any of the texts");
+        assert_eq!(f.quoted(), "\"nothing\" or \"jacobi\"");
+        assert!(!Focus::new(&["nothing".into()]).unwrap().matches(&stack));
+        assert!(Focus::new(&[]).is_none());
+    }
+
+    #[test]
+    fn the_contexts_through_the_focus_and_their_sums() {
+        let mut a = Context::of_stack("malloc", vec![frame("halo", "", "/app")]);
+        a.count = 3;
+        a.bytes = 30;
+        a.leaked_bytes = 10;
+        let mut b = Context::of_stack("malloc", vec![frame("io", "", "/app")]);
+        b.count = 5;
+        let all = ContextList {
+            contexts: vec![a.clone(), b.clone()],
+            untraced: vec![Context::of_stack("malloc", vec![])],
+            mpi: vec![b, a],
+        };
+        let list = Focus::new(&["halo".into()]).unwrap().of(&all);
+        assert_eq!(list.contexts.len(), 1);
+        assert_eq!(list.mpi.len(), 1);
+        assert!(list.untraced.is_empty());
+        assert_eq!(
+            FocusSums::of(&list.contexts),
+            FocusSums {
+                contexts: 1,
+                count: 3,
+                bytes: 30,
+                leaked_bytes: 10,
+                peak_live_bytes: 0
+            }
+        );
+    }
+}
