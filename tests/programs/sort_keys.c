@@ -4,12 +4,17 @@
  *   sk_churn:       100 x malloc(100 KiB), each freed -> most bytes
  *   sk_peak_holder: 4 x malloc(1 MiB) held together   -> the heap's peak
  *   sk_leaker:      3 x malloc(1000), never freed     -> the only leak
- * Writes with write(2), so stdio's buffer is no leak of its own. */
+ * Writes with write(2), so stdio's buffer is no leak of its own.
+ * -DCHURN=N makes sk_churn allocate N times instead (`wmhcct diff`). */
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #define NOIPA __attribute__((noinline, noclone))
+
+#ifndef CHURN
+#define CHURN 100
+#endif
 
 static volatile long sink;
 
@@ -23,7 +28,7 @@ NOIPA static void sk_many_small(void) {
 }
 
 NOIPA static void sk_churn(void) {
-    for (int i = 0; i < 100; i++) {
+    for (int i = 0; i < CHURN; i++) {
         char *p = malloc(100 << 10);
         memset(p, i, 100 << 10);
         sink += p[i];

@@ -518,8 +518,111 @@ fn focus_keeps_the_contexts_through_a_frame() {
         r.stdout
     );
 
+    // The hottest-contexts plot through the focus.
+    let plots = w.join("plots");
+    let plots_s = plots.to_string_lossy().into_owned();
+    let r = run_plain(
+        bin(),
+        &[
+            "plot",
+            &h5_s,
+            "--out-dir",
+            &plots_s,
+            "--format",
+            "svg",
+            "--focus",
+            "sk_churn",
+        ],
+        &w.path,
+    );
+    assert_eq!(r.code, 0, "{}", r.describe());
+    let svg = std::fs::read_to_string(plots.join("contexts.svg")).unwrap();
+    assert!(
+        svg.contains("Hottest allocation contexts through "),
+        "{svg}"
+    );
+    assert!(
+        svg.contains("sk_churn") && !svg.contains("sk_many_small"),
+        "only sk_churn's context"
+    );
+
     // An empty text would match every frame: refused, naming the option.
     let bad = run_plain(bin(), &["report", &h5_s, "--focus", ""], &w.path);
     assert_eq!(bad.code, 2, "{}", bad.describe());
     assert!(bad.stderr.contains("--focus"), "{}", bad.stderr);
+}
+
+/// `wmhcct diff --focus TEXT`: two builds of sort_keys.c, B's sk_churn
+/// allocating 50 times instead of 100, compared through one function:
+/// through sk_churn the one changed context and the sums 100 → 50 calls;
+/// through sk_leaker nothing changed, and its 3 calls on both sides.
+#[test]
+fn diff_focus_compares_the_contexts_through_a_frame() {
+    let w = WorkDir::new("cli-diff-focus");
+    let report = |name: &str, extra: &[&str]| -> String {
+        let dir = w.join(name);
+        std::fs::create_dir(&dir).unwrap();
+        let exe = compile("sort_keys.c", &dir, Opt::Debug, extra);
+        let h5 = w.join(format!("{name}.h5"));
+        let out = run_traced(&exe, &[] as &[&str], &dir, &h5, &[("WMHCCT_EXACT", "1")]);
+        assert_eq!(out.code, 0, "{}", out.describe());
+        h5.to_string_lossy().into_owned()
+    };
+    let (a, b) = (report("a", &[]), report("b", &["-DCHURN=50"]));
+    let diff = |args: &[&str]| -> Value {
+        let mut all = vec!["diff", a.as_str(), b.as_str(), "--json"];
+        all.extend_from_slice(args);
+        let r = run_plain(bin(), &all, &w.path);
+        assert_eq!(r.code, 0, "{args:?}: {}", r.describe());
+        serde_json::from_str(&r.stdout).unwrap()
+    };
+    assert!(diff(&[])["focus"].is_null());
+
+    let churn = diff(&["--focus", "sk_churn"]);
+    assert_eq!(churn["changed_contexts"], 1, "{churn}");
+    assert_eq!(churn["matched_contexts"], 1, "{churn}");
+    let c = &churn["contexts"][0];
+    assert_eq!(c["stack"][0], "sk_churn", "{c}");
+    assert_eq!((u64_of(&c["count_a"]), u64_of(&c["count_b"])), (100, 50));
+    let f = &churn["focus"];
+    assert_eq!(f["texts"], serde_json::json!(["sk_churn"]));
+    assert_eq!((u64_of(&f["count_a"]), u64_of(&f["count_b"])), (100, 50));
+    assert_eq!(
+        (u64_of(&f["bytes_a"]), u64_of(&f["bytes_b"])),
+        (100 * (100 << 10), 50 * (100 << 10))
+    );
+    // The totals stay the whole program's.
+    assert_eq!(churn["totals"], diff(&[])["totals"]);
+
+    let leaker = diff(&["--focus", "SK_LEAKER"]);
+    assert_eq!(leaker["changed_contexts"], 0, "{leaker}");
+    assert_eq!(
+        (
+            u64_of(&leaker["focus"]["count_a"]),
+            u64_of(&leaker["focus"]["count_b"])
+        ),
+        (3, 3)
+    );
+
+    let r = run_plain(bin(), &["diff", &a, &b, "--focus", "sk_churn"], &w.path);
+    assert_eq!(r.code, 0, "{}", r.describe());
+    assert!(
+        r.stdout
+            .contains("  calls 100 → 50 (-50), bytes 9.8 MiB → 4.9 MiB (-4.9 MiB)\n"),
+        "{}",
+        r.stdout
+    );
+    assert!(
+        r.stdout
+            .contains("\n1 contexts through \"sk_churn\" changed (1 matched by stack)"),
+        "{}",
+        r.stdout
+    );
+    let r = run_plain(bin(), &["diff", &a, &b, "--focus", "sk_leaker"], &w.path);
+    assert!(
+        r.stdout
+            .contains("\nno context through \"sk_leaker\" changed (1 contexts matched by stack)\n"),
+        "{}",
+        r.stdout
+    );
 }

@@ -68,6 +68,12 @@ pub struct PlotArgs {
     /// as in `report`, with their sum under the bars.
     #[arg(long)]
     pub mpi_internal: bool,
+    /// The hottest-contexts plot shows only the contexts whose stack
+    /// passes through a frame naming TEXT (function, source file or module
+    /// file name, any case; repeatable: any of them), as `report --focus`;
+    /// the other plots stay the whole program's.
+    #[arg(long, value_name = "TEXT", value_parser = clap::builder::NonEmptyStringValueParser::new())]
+    pub focus: Vec<String>,
 }
 
 #[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
@@ -115,6 +121,11 @@ pub struct DiffArgs {
     /// Machine-readable JSON on stdout.
     #[arg(long)]
     pub json: bool,
+    /// Compare only the contexts whose stack passes through a frame naming
+    /// TEXT (function, source file or module file name, any case;
+    /// repeatable: any of them), as in `report --focus`, with their sums.
+    #[arg(long, value_name = "TEXT", value_parser = clap::builder::NonEmptyStringValueParser::new())]
+    pub focus: Vec<String>,
 }
 
 #[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]

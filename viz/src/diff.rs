@@ -12,6 +12,7 @@ use wmhcct_format::Profile;
 
 use crate::cli::DiffArgs;
 use crate::contexts::StackFrame;
+use crate::focus::Focus;
 use crate::h5layout::rank_count;
 use crate::input::load;
 use crate::label::short_label;
@@ -49,9 +50,13 @@ struct Side {
     bytes: u64,
 }
 
-fn by_stack(p: &Profile, syms: &Symbols) -> HashMap<String, Side> {
+/// The contexts of `p` by symbolised stack, those through `focus` only.
+fn by_stack(p: &Profile, syms: &Symbols, focus: Option<&Focus>) -> HashMap<String, Side> {
     let mut m: HashMap<String, Side> = HashMap::new();
     for s in all_stacks(p, syms) {
+        if focus.is_some_and(|f| !f.matches(&s.frames)) {
+            continue;
+        }
         let key = s.names().join(";");
         let innermost: Vec<StackFrame> = s.frames.iter().rev().cloned().collect();
         let e = m.entry(key).or_insert_with(|| Side {
@@ -71,11 +76,41 @@ fn by_stack(p: &Profile, syms: &Symbols) -> HashMap<String, Side> {
     m
 }
 
-/// Every context present in either report with a different count or
-/// bytes, largest byte change first (then count change).
-pub fn changes(a: &Profile, sa: &Symbols, b: &Profile, sb: &Symbols) -> (Vec<Change>, usize) {
-    let ma = by_stack(a, sa);
-    let mut mb = by_stack(b, sb);
+/// What a focus compares: its texts, and the calls and bytes of the
+/// contexts through it in A and in B.
+pub struct FocusPair {
+    pub texts: Vec<String>,
+    pub quoted: String,
+    pub count: (u64, u64),
+    pub bytes: (u64, u64),
+}
+
+/// Every context present in either report (through `focus`, if any) with
+/// a different count or bytes, largest byte change first (then count
+/// change); how many were matched; and the focus's sums.
+pub fn changes(
+    a: &Profile,
+    sa: &Symbols,
+    b: &Profile,
+    sb: &Symbols,
+    focus: Option<&Focus>,
+) -> (Vec<Change>, usize, Option<FocusPair>) {
+    let ma = by_stack(a, sa, focus);
+    let mut mb = by_stack(b, sb, focus);
+    let sum = |m: &HashMap<String, Side>| {
+        m.values().fold((0u64, 0u64), |(c, by), s| {
+            (c.saturating_add(s.count), by.saturating_add(s.bytes))
+        })
+    };
+    let focus = focus.map(|f| {
+        let (x, y) = (sum(&ma), sum(&mb));
+        FocusPair {
+            texts: f.texts().to_vec(),
+            quoted: f.quoted(),
+            count: (x.0, y.0),
+            bytes: (x.1, y.1),
+        }
+    });
     let mut all = Vec::new();
     let mut matched = 0;
     for (k, x) in ma {
@@ -109,7 +144,7 @@ pub fn changes(a: &Profile, sa: &Symbols, b: &Profile, sb: &Symbols) -> (Vec<Cha
             .then(y.count_delta().abs().cmp(&x.count_delta().abs()))
             .then(x.stack.cmp(&y.stack))
     });
-    (all, matched)
+    (all, matched, focus)
 }
 
 /// (kind, (count a, count b), (bytes a, bytes b)).
@@ -154,7 +189,8 @@ pub fn run(args: &DiffArgs) -> Result<()> {
     let a = load(&args.a).with_context(|| args.a.display().to_string())?;
     let b = load(&args.b).with_context(|| args.b.display().to_string())?;
     let (pa, pb) = (&a.profile, &b.profile);
-    let (list, matched) = changes(pa, &a.symbols, pb, &b.symbols);
+    let focus = Focus::new(&args.focus);
+    let (list, matched, focus) = changes(pa, &a.symbols, pb, &b.symbols, focus.as_ref());
     let tot = totals(pa, pb);
     let text = if args.json {
         let side = |path: &std::path::Path, p: &Profile| {
@@ -177,6 +213,11 @@ pub fn run(args: &DiffArgs) -> Result<()> {
                 "kind": k, "count_a": c.0, "count_b": c.1,
                 "bytes_a": by.0, "bytes_b": by.1,
             })).collect::<Vec<Value>>(),
+            "focus": focus.as_ref().map(|f| json!({
+                "texts": f.texts,
+                "count_a": f.count.0, "count_b": f.count.1,
+                "bytes_a": f.bytes.0, "bytes_b": f.bytes.1,
+            })),
             "matched_contexts": matched,
             "changed_contexts": list.len(),
             "contexts": list.iter().take(args.top).map(|c| json!({
@@ -193,7 +234,7 @@ pub fn run(args: &DiffArgs) -> Result<()> {
         s.push('\n');
         s
     } else {
-        render_text(args, pa, pb, &tot, &list, matched)
+        render_text(args, pa, pb, &tot, &list, matched, focus.as_ref())
     };
     crate::output::emit(&text, None)
 }
@@ -205,6 +246,7 @@ fn render_text(
     tot: &[TotalPair],
     list: &[Change],
     matched: usize,
+    focus: Option<&FocusPair>,
 ) -> String {
     let mut s = String::new();
     let _ = writeln!(s, "A: {} ({})", args.a.display(), a.meta.program);
@@ -257,16 +299,32 @@ fn render_text(
             }
         );
     }
+    let mut through = String::new();
+    if let Some(f) = focus {
+        through = format!(" through {}", f.quoted);
+        let _ = writeln!(
+            s,
+            "\nfocus: the contexts through a frame naming {} (function, source file or \
+             module, any case)\n  calls {} → {} ({}), bytes {} → {} ({})",
+            f.quoted,
+            f.count.0,
+            f.count.1,
+            signed(f.count.1 as i128 - f.count.0 as i128),
+            human_bytes(f.bytes.0),
+            human_bytes(f.bytes.1),
+            signed_bytes(f.bytes.1 as i128 - f.bytes.0 as i128)
+        );
+    }
     if list.is_empty() {
         let _ = writeln!(
             s,
-            "\nno context changed ({matched} contexts matched by stack)"
+            "\nno context{through} changed ({matched} contexts matched by stack)"
         );
         return s;
     }
     let _ = writeln!(
         s,
-        "\n{} contexts changed ({matched} matched by stack); the {} largest changes:",
+        "\n{} contexts{through} changed ({matched} matched by stack); the {} largest changes:",
         list.len(),
         list.len().min(args.top)
     );
@@ -286,7 +344,7 @@ fn render_text(
             human_bytes(c.bytes.1),
             c.count.0,
             c.count.1,
-            folded(&c.stack)
+            folded(up_to_main(&c.stack))
                 .into_iter()
                 .take(6)
                 .collect::<Vec<_>>()
@@ -294,6 +352,16 @@ fn render_text(
         );
     }
     s
+}
+
+/// A stack's names, innermost first, up to the outermost `main`, as the
+/// report's text shows stacks (the C library's start-up below it is the
+/// same everywhere); all of them without a `main`. The JSON keeps all.
+fn up_to_main(names: &[String]) -> &[String] {
+    match names.iter().rposition(|n| n == "main") {
+        Some(i) => &names[..=i],
+        None => names,
+    }
 }
 
 /// Function names, innermost first, with each run of one name (a
@@ -314,7 +382,17 @@ fn folded(names: &[String]) -> Vec<String> {
 
 #[cfg(test)]
 mod tests {
-    use super::folded;
+    use super::{folded, up_to_main};
+
+    #[test]
+    fn a_stack_ends_at_main() {
+        let names: Vec<String> = ["leaf", "main", "__libc_start_main", "_start"]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
+        assert_eq!(up_to_main(&names), &names[..2]);
+        assert_eq!(up_to_main(&names[2..]), &names[2..]);
+    }
 
     #[test]
     fn recursion_is_one_entry() {

@@ -9,6 +9,7 @@ use wmhcct_format::Profile;
 
 use crate::cli::{PlotArgs, PlotFormat};
 use crate::contexts::{contexts, ContextList, SortKey};
+use crate::focus::Focus;
 use crate::input::load;
 use crate::mpi_internal::MpiOwn;
 use crate::symbolize::Symbols;
@@ -27,6 +28,8 @@ pub struct Data {
     /// their bytes and their calls.
     pub mpi_left_out: (MpiOwn, MpiOwn),
     pub top: usize,
+    /// `--focus`: `contexts` holds only the contexts through it.
+    pub focus: Option<Focus>,
 }
 
 /// One picture, drawable on any plotters backend.
@@ -83,6 +86,10 @@ pub fn run(args: &PlotArgs) -> Result<()> {
         bail!("{}: not a directory", dir.display());
     }
     let mut contexts = contexts(&loaded.profile, &loaded.symbols);
+    let focus = Focus::new(&args.focus);
+    if let Some(f) = &focus {
+        contexts = f.of(&contexts);
+    }
     let mut mpi_left_out = Default::default();
     if !args.mpi_internal {
         let all = &contexts.contexts;
@@ -98,6 +105,7 @@ pub fn run(args: &PlotArgs) -> Result<()> {
         contexts,
         mpi_left_out,
         top: args.top.max(1),
+        focus,
     };
     let mut written = Vec::new();
     let mut skipped = Vec::new();

@@ -25,8 +25,12 @@ impl Plot for Contexts {
     where
         DB::ErrorType: 'static,
     {
+        let what = match &d.focus {
+            Some(f) => format!("Hottest allocation contexts through {}", f.quoted()),
+            None => "Hottest allocation contexts".to_string(),
+        };
         let area = root
-            .titled(&title(&d.profile, "Hottest allocation contexts"), font(22))
+            .titled(&title(&d.profile, &what), font(22))
             .map_err(pe)?;
         let (top, bottom) = area.split_vertically(area.dim_in_pixel().1 / 2);
         let mut by_bytes: Vec<&Context> = d.contexts.contexts.iter().collect();

@@ -585,7 +585,8 @@ fn context(
 /// `main`, without the C library's start-up below it (`__libc_start_main`,
 /// `_start`), the same under every context of the program, as Valgrind
 /// shows stacks; all of them when there is no `main` (a thread's stack,
-/// which ends at `clone3`). The JSON, exports and diff keep every frame.
+/// which ends at `clone3`). The JSON and the exports keep every frame;
+/// `diff`'s text ends its stacks at `main` too.
 fn above_main(stack: &[StackFrame]) -> &[StackFrame] {
     match stack.iter().rposition(|f| f.function == "main") {
         Some(i) => &stack[..=i],
