@@ -71,6 +71,31 @@ impl Focus {
     }
 }
 
+/// Longest [`Focus::brief`] in characters.
+const BRIEF_CHARS: usize = 40;
+
+impl Focus {
+    /// [`Focus::quoted`] in at most about 40 characters, for a plot's
+    /// title: `"solve" or 2 more`, a long text cut with `…`.
+    pub fn brief(&self) -> String {
+        let all = self.quoted();
+        if all.chars().count() <= BRIEF_CHARS {
+            return all;
+        }
+        let first = &self.texts[0];
+        let first = if first.chars().count() > BRIEF_CHARS - 12 {
+            let cut: String = first.chars().take(BRIEF_CHARS - 13).collect();
+            format!("\"{cut}…\"")
+        } else {
+            format!("{first:?}")
+        };
+        match self.texts.len() {
+            1 => first,
+            n => format!("{first} or {} more", n - 1),
+        }
+    }
+}
+
 /// What the focused allocation contexts add up to.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct FocusSums {
@@ -129,6 +154,20 @@ mod tests {
         assert_eq!(f.quoted(), "\"nothing\" or \"jacobi\"");
         assert!(!Focus::new(&["nothing".into()]).unwrap().matches(&stack));
         assert!(Focus::new(&[]).is_none());
+    }
+
+    #[test]
+    fn a_brief_focus_is_short() {
+        let f = |t: &[&str]| Focus::new(&t.iter().map(|s| s.to_string()).collect::<Vec<_>>());
+        assert_eq!(
+            f(&["solve", "halo"]).unwrap().brief(),
+            "\"solve\" or \"halo\""
+        );
+        let many = f(&["exchange_halos", "checkpoint", "relax", "solve"]).unwrap();
+        assert_eq!(many.brief(), "\"exchange_halos\" or 3 more");
+        let long = f(&["a_very_long_fortran_module_name_mod::a_procedure"]).unwrap();
+        assert_eq!(long.brief(), "\"a_very_long_fortran_module_…\"");
+        assert!(long.brief().chars().count() <= BRIEF_CHARS);
     }
 
     #[test]
