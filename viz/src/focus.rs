@@ -96,12 +96,15 @@ impl Focus {
     }
 }
 
-/// What the focused allocation contexts add up to.
+/// What the focused allocation contexts add up to; `*_err` bound how far
+/// the Space-Saving counts may be above the true ones (0 in exact mode).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct FocusSums {
     pub contexts: usize,
     pub count: u64,
+    pub count_err: u64,
     pub bytes: u64,
+    pub bytes_err: u64,
     pub leaked_bytes: u64,
     pub peak_live_bytes: u64,
 }
@@ -114,10 +117,12 @@ impl FocusSums {
                 ..FocusSums::default()
             },
             |s, c| FocusSums {
-                count: s.count + c.count,
-                bytes: s.bytes + c.bytes,
-                leaked_bytes: s.leaked_bytes + c.leaked_bytes,
-                peak_live_bytes: s.peak_live_bytes + c.peak_live_bytes,
+                count: s.count.saturating_add(c.count),
+                count_err: s.count_err.saturating_add(c.count_err),
+                bytes: s.bytes.saturating_add(c.bytes),
+                bytes_err: s.bytes_err.saturating_add(c.bytes_err),
+                leaked_bytes: s.leaked_bytes.saturating_add(c.leaked_bytes),
+                peak_live_bytes: s.peak_live_bytes.saturating_add(c.peak_live_bytes),
                 ..s
             },
         )
@@ -174,6 +179,7 @@ mod tests {
     fn the_contexts_through_the_focus_and_their_sums() {
         let mut a = Context::of_stack("malloc", vec![frame("halo", "", "/app")]);
         a.count = 3;
+        a.count_err = 1;
         a.bytes = 30;
         a.leaked_bytes = 10;
         let mut b = Context::of_stack("malloc", vec![frame("io", "", "/app")]);
@@ -192,7 +198,9 @@ mod tests {
             FocusSums {
                 contexts: 1,
                 count: 3,
+                count_err: 1,
                 bytes: 30,
+                bytes_err: 0,
                 leaked_bytes: 10,
                 peak_live_bytes: 0
             }

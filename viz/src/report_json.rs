@@ -182,7 +182,6 @@ fn mpi_own_json(own: &MpiOwn) -> Value {
     })
 }
 
-/// The whole JSON document; `top` limits both context lists.
 /// `--focus`: its texts and what the allocation contexts through it add
 /// up to, with the allocation tree's totals (every allocation call and
 /// its bytes) to compare with; `null` without a focus.
@@ -196,7 +195,9 @@ fn focus_json(p: &Profile, list: &ContextList, focus: Option<&Focus>) -> Value {
         "texts": f.texts(),
         "contexts": sums.contexts,
         "count": sums.count,
+        "count_err": sums.count_err,
         "bytes": sums.bytes,
+        "bytes_err": sums.bytes_err,
         "leaked_bytes": sums.leaked_bytes,
         "peak_live_bytes": sums.peak_live_bytes,
         "all_count": tree.map_or(0, |t| t.total_count),
@@ -204,8 +205,9 @@ fn focus_json(p: &Profile, list: &ContextList, focus: Option<&Focus>) -> Value {
     })
 }
 
-/// The report JSON; with a focus, the contexts listed are those through
-/// it, and `focus` sums them (the rest describes the whole program).
+/// The whole JSON document; `top` limits both context lists. With a
+/// focus, the contexts listed are those through it, and `focus` sums them
+/// (the rest describes the whole program).
 pub fn render(
     p: &Profile,
     format_version: u32,

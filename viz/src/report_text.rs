@@ -328,15 +328,21 @@ fn focus_lines(s: &mut String, p: &Profile, list: &ContextList, f: &Focus, end: 
          any case)",
         f.quoted()
     );
+    let err = |e: u64, text: String| match e {
+        0 => String::new(),
+        _ => format!(" (±{text})"),
+    };
     let _ = writeln!(
         s,
-        "           {} contexts, {} of {} allocation calls{}, {} of {} allocated{}, \
+        "           {} contexts, {}{} of {} allocation calls{}, {}{} of {} allocated{}, \
          {} live at {end}",
         sums.contexts,
         sums.count,
+        err(sums.count_err, sums.count_err.to_string()),
         all_count,
         share(sums.count, all_count),
         human_bytes(sums.bytes),
+        err(sums.bytes_err, human_bytes(sums.bytes_err)),
         human_bytes(all_bytes),
         share(sums.bytes, all_bytes),
         human_bytes(sums.leaked_bytes)
