@@ -408,6 +408,20 @@ fn the_lists_leave_out_the_mpi_librarys_own_allocations() {
         "{}\n{expected}",
         table[n + 1]
     );
+    // The host line is the job's: its ranks' host, rank 0's pid and the
+    // threads of all ranks.
+    let rank0 = r["ranks_detail"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|d| d["rank"] == 0)
+        .unwrap();
+    let host = format!(
+        "\nhost:      {} ({RANKS} ranks); rank 0 pid {}; ",
+        rank0["hostname"].as_str().unwrap(),
+        rank0["pid"]
+    );
+    assert!(plain.contains(&host), "{host}\n{plain}");
 
     // The folded export of the leaks leaves the same memory out, and says so.
     let folded = |extra: &[&str]| {

@@ -108,7 +108,7 @@ pub fn render(
         1 => "1 thread".to_string(),
         n => format!("{n} threads"),
     };
-    let _ = writeln!(s, "host:      {} (pid {}, {threads})", m.hostname, m.pid);
+    let _ = writeln!(s, "{}", host_line(p, &threads));
     match m.nranks {
         Some(n) if n > rank_count(p) && !p.ranks.is_empty() => {
             let _ = writeln!(
@@ -355,6 +355,44 @@ fn focus_lines(s: &mut String, p: &Profile, list: &ContextList, f: &Focus, end: 
             p.config.phi
         );
     }
+}
+
+/// Where the process ran: `host:      vm (pid 42, 3 threads)`. A job's
+/// report has its ranks' hosts, with how many ranks each ran (in order of
+/// first rank, the first four named), rank 0's pid, and the threads of all
+/// ranks.
+fn host_line(p: &Profile, threads: &str) -> String {
+    let m = &p.meta;
+    if p.ranks.len() < 2 {
+        return format!("host:      {} (pid {}, {threads})", m.hostname, m.pid);
+    }
+    let mut ranks: Vec<&RankSummary> = p.ranks.iter().collect();
+    ranks.sort_by_key(|r| r.rank);
+    let mut hosts: Vec<(&str, usize)> = Vec::new();
+    for r in &ranks {
+        match hosts.iter_mut().find(|(h, _)| *h == r.hostname) {
+            Some((_, n)) => *n += 1,
+            None => hosts.push((&r.hostname, 1)),
+        }
+    }
+    let plural = |n: usize| if n == 1 { "" } else { "s" };
+    let mut named: Vec<String> = hosts
+        .iter()
+        .take(4)
+        .map(|(h, n)| format!("{h} {n} rank{}", plural(*n)))
+        .collect();
+    if hosts.len() > 4 {
+        named.push(format!("{} more", hosts.len() - 4));
+    }
+    let first = ranks[0];
+    let (label, which) = match hosts.as_slice() {
+        [(h, n)] => ("host: ", format!("{h} ({n} ranks)")),
+        _ => ("hosts:", format!("{} ({})", hosts.len(), named.join(", "))),
+    };
+    format!(
+        "{label}     {which}; rank {} pid {}; {threads} over the ranks",
+        first.rank, first.pid
+    )
 }
 
 /// The rank of a job (several ranks) with the highest heap peak, the
@@ -610,7 +648,9 @@ fn runs(stack: &[StackFrame]) -> Vec<(&StackFrame, usize)> {
 
 #[cfg(test)]
 mod tests {
-    use super::{above_main, context, human_bytes, max_over_mean, peak_line, runs, AlikeLines};
+    use super::{
+        above_main, context, host_line, human_bytes, max_over_mean, peak_line, runs, AlikeLines,
+    };
     use crate::contexts::{Context, StackFrame};
     use wmhcct_format::{HeapStats, Profile, RankSummary};
 
@@ -704,6 +744,41 @@ mod tests {
 
     /// A process's peak and when; a job's is its largest rank's, with the
     /// sum of the ranks' peaks that the job's `/heap` holds named as such.
+    #[test]
+    fn a_jobs_hosts_are_its_ranks() {
+        let one = Profile::default();
+        assert_eq!(host_line(&one, "1 thread"), "host:       (pid 0, 1 thread)");
+        let rank = |rank: u32, host: &str| RankSummary {
+            rank,
+            hostname: host.into(),
+            pid: 100 + rank,
+            ..Default::default()
+        };
+        let job = |ranks: Vec<RankSummary>| Profile {
+            ranks,
+            ..Default::default()
+        };
+        assert_eq!(
+            host_line(&job(vec![rank(1, "vm"), rank(0, "vm")]), "5 threads"),
+            "host:      vm (2 ranks); rank 0 pid 100; 5 threads over the ranks"
+        );
+        let many = job(vec![
+            rank(3, "n2"),
+            rank(0, "n1"),
+            rank(1, "n1"),
+            rank(2, "n2"),
+            rank(4, "n3"),
+            rank(5, "n4"),
+            rank(6, "n5"),
+            rank(7, "n6"),
+        ]);
+        assert_eq!(
+            host_line(&many, "8 threads"),
+            "hosts:     6 (n1 2 ranks, n2 2 ranks, n3 1 rank, n4 1 rank, 2 more); \
+             rank 0 pid 100; 8 threads over the ranks"
+        );
+    }
+
     #[test]
     fn the_peak_is_a_ranks_own() {
         let heap = |peak_bytes: u64, peak_time_ns: u64| HeapStats {
