@@ -518,6 +518,27 @@ fn focus_keeps_the_contexts_through_a_frame() {
         r.stdout
     );
 
+    // The JSON export is the report's JSON, focus included.
+    let exported = run_plain(
+        bin(),
+        &[
+            "export",
+            &h5_s,
+            "--format",
+            "json",
+            "--focus",
+            "SK_CHURN",
+            "--focus",
+            "sk_leaker",
+        ],
+        &w.path,
+    );
+    assert_eq!(exported.code, 0, "{}", exported.describe());
+    assert_eq!(
+        serde_json::from_str::<Value>(&exported.stdout).unwrap(),
+        two
+    );
+
     // The hottest-contexts plot through the focus.
     let plots = w.join("plots");
     let plots_s = plots.to_string_lossy().into_owned();
