@@ -17,7 +17,7 @@ use crate::h5layout::rank_count;
 use crate::input::load;
 use crate::label::short_label;
 use crate::repeats::runs_by;
-use crate::report_text::{human_bytes, peak_rank};
+use crate::report_text::{human_bytes, peak_rank, up_to_main};
 use crate::stacks::all_stacks;
 use crate::symbolize::Symbols;
 
@@ -76,11 +76,10 @@ fn by_stack(p: &Profile, syms: &Symbols, focus: Option<&Focus>) -> HashMap<Strin
     m
 }
 
-/// What a focus compares: its texts, and the calls and bytes of the
+/// What a focus compares: the focus, and the calls and bytes of the
 /// contexts through it in A and in B.
-pub struct FocusPair {
-    pub texts: Vec<String>,
-    pub quoted: String,
+pub struct FocusPair<'a> {
+    pub focus: &'a Focus,
     pub count: (u64, u64),
     pub bytes: (u64, u64),
 }
@@ -88,13 +87,13 @@ pub struct FocusPair {
 /// Every context present in either report (through `focus`, if any) with
 /// a different count or bytes, largest byte change first (then count
 /// change); how many were matched; and the focus's sums.
-pub fn changes(
+pub fn changes<'f>(
     a: &Profile,
     sa: &Symbols,
     b: &Profile,
     sb: &Symbols,
-    focus: Option<&Focus>,
-) -> (Vec<Change>, usize, Option<FocusPair>) {
+    focus: Option<&'f Focus>,
+) -> (Vec<Change>, usize, Option<FocusPair<'f>>) {
     let ma = by_stack(a, sa, focus);
     let mut mb = by_stack(b, sb, focus);
     let sum = |m: &HashMap<String, Side>| {
@@ -105,8 +104,7 @@ pub fn changes(
     let focus = focus.map(|f| {
         let (x, y) = (sum(&ma), sum(&mb));
         FocusPair {
-            texts: f.texts().to_vec(),
-            quoted: f.quoted(),
+            focus: f,
             count: (x.0, y.0),
             bytes: (x.1, y.1),
         }
@@ -185,6 +183,12 @@ fn signed_bytes(d: i128) -> String {
     }
 }
 
+/// A job's largest rank peak (its `/heap` peak sums them); a single
+/// process's peak.
+fn largest_peak(p: &Profile) -> u64 {
+    peak_rank(p).map_or(p.heap.peak_bytes, |r| r.heap.peak_bytes)
+}
+
 pub fn run(args: &DiffArgs) -> Result<()> {
     let a = load(&args.a).with_context(|| args.a.display().to_string())?;
     let b = load(&args.b).with_context(|| args.b.display().to_string())?;
@@ -199,8 +203,7 @@ pub fn run(args: &DiffArgs) -> Result<()> {
                 "program": p.meta.program,
                 "ranks": rank_count(p),
                 "peak_bytes": p.heap.peak_bytes,
-                // A job's largest rank peak (its `peak_bytes` sums them).
-                "peak_rank_bytes": peak_rank(p).map_or(p.heap.peak_bytes, |r| r.heap.peak_bytes),
+                "peak_rank_bytes": largest_peak(p),
                 "live_bytes": p.heap.live_bytes,
                 "duration_s": p.meta.end_unix_ns.saturating_sub(p.meta.start_unix_ns) as f64 / 1e9,
             })
@@ -214,7 +217,7 @@ pub fn run(args: &DiffArgs) -> Result<()> {
                 "bytes_a": by.0, "bytes_b": by.1,
             })).collect::<Vec<Value>>(),
             "focus": focus.as_ref().map(|f| json!({
-                "texts": f.texts,
+                "texts": f.focus.texts(),
                 "count_a": f.count.0, "count_b": f.count.1,
                 "bytes_a": f.bytes.0, "bytes_b": f.bytes.1,
             })),
@@ -265,12 +268,11 @@ fn render_text(
     if peak_rank(a).is_some() || peak_rank(b).is_some() {
         // A job's `/heap` peak sums its ranks' own peaks; what a rank
         // needs is the largest of them.
-        let top = |p: &Profile| peak_rank(p).map_or(p.heap.peak_bytes, |r| r.heap.peak_bytes);
         pair(
             &mut s,
             "peak heap:",
-            top(a),
-            top(b),
+            largest_peak(a),
+            largest_peak(b),
             "  (the largest rank's)",
         );
         pair(&mut s, "", pa, pb, "  (the ranks' peaks summed)");
@@ -301,12 +303,12 @@ fn render_text(
     }
     let mut through = String::new();
     if let Some(f) = focus {
-        through = format!(" through {}", f.quoted);
+        through = format!(" through {}", f.focus.quoted());
         let _ = writeln!(
             s,
             "\nfocus: the contexts through a frame naming {} (function, source file or \
              module, any case)\n  calls {} → {} ({}), bytes {} → {} ({})",
-            f.quoted,
+            f.focus.quoted(),
             f.count.0,
             f.count.1,
             signed(f.count.1 as i128 - f.count.0 as i128),
@@ -344,7 +346,8 @@ fn render_text(
             human_bytes(c.bytes.1),
             c.count.0,
             c.count.1,
-            folded(up_to_main(&c.stack))
+            // Up to `main`, as the report's text (the JSON keeps all).
+            folded(up_to_main(&c.stack, String::as_str))
                 .into_iter()
                 .take(6)
                 .collect::<Vec<_>>()
@@ -352,16 +355,6 @@ fn render_text(
         );
     }
     s
-}
-
-/// A stack's names, innermost first, up to the outermost `main`, as the
-/// report's text shows stacks (the C library's start-up below it is the
-/// same everywhere); all of them without a `main`. The JSON keeps all.
-fn up_to_main(names: &[String]) -> &[String] {
-    match names.iter().rposition(|n| n == "main") {
-        Some(i) => &names[..=i],
-        None => names,
-    }
 }
 
 /// Function names, innermost first, with each run of one name (a
@@ -382,17 +375,7 @@ fn folded(names: &[String]) -> Vec<String> {
 
 #[cfg(test)]
 mod tests {
-    use super::{folded, up_to_main};
-
-    #[test]
-    fn a_stack_ends_at_main() {
-        let names: Vec<String> = ["leaf", "main", "__libc_start_main", "_start"]
-            .iter()
-            .map(|s| s.to_string())
-            .collect();
-        assert_eq!(up_to_main(&names), &names[..2]);
-        assert_eq!(up_to_main(&names[2..]), &names[2..]);
-    }
+    use super::folded;
 
     #[test]
     fn recursion_is_one_entry() {

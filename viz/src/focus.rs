@@ -39,10 +39,7 @@ impl Focus {
         let module = f.module.rsplit('/').next().unwrap_or(&f.module);
         [f.function.as_str(), f.file.as_str(), module]
             .iter()
-            .any(|field| {
-                let field = field.to_ascii_lowercase();
-                self.lower.iter().any(|t| field.contains(t.as_str()))
-            })
+            .any(|field| self.lower.iter().any(|t| contains_any_case(field, t)))
     }
 
     /// The contexts through the focus, in `list`'s order; untraced
@@ -69,6 +66,16 @@ impl Focus {
             .collect::<Vec<_>>()
             .join(" or ")
     }
+}
+
+/// Whether `hay` contains `lower` (lower-case), ignoring ASCII case,
+/// without a lower-cased copy of `hay` (every frame of every context).
+fn contains_any_case(hay: &str, lower: &str) -> bool {
+    let (hay, lower) = (hay.as_bytes(), lower.as_bytes());
+    lower.is_empty()
+        || hay
+            .windows(lower.len())
+            .any(|w| w.eq_ignore_ascii_case(lower))
 }
 
 /// Longest [`Focus::brief`] in characters.

@@ -328,21 +328,17 @@ fn focus_lines(s: &mut String, p: &Profile, list: &ContextList, f: &Focus, end: 
          any case)",
         f.quoted()
     );
-    let err = |e: u64, text: String| match e {
-        0 => String::new(),
-        _ => format!(" (±{text})"),
-    };
     let _ = writeln!(
         s,
         "           {} contexts, {}{} of {} allocation calls{}, {}{} of {} allocated{}, \
          {} live at {end}",
         sums.contexts,
         sums.count,
-        err(sums.count_err, sums.count_err.to_string()),
+        plus_minus(sums.count_err, sums.count_err.to_string()),
         all_count,
         share(sums.count, all_count),
         human_bytes(sums.bytes),
-        err(sums.bytes_err, human_bytes(sums.bytes_err)),
+        plus_minus(sums.bytes_err, human_bytes(sums.bytes_err)),
         human_bytes(all_bytes),
         share(sums.bytes, all_bytes),
         human_bytes(sums.leaked_bytes)
@@ -375,20 +371,22 @@ fn host_line(p: &Profile, threads: &str) -> String {
             None => hosts.push((&r.hostname, 1)),
         }
     }
-    let plural = |n: usize| if n == 1 { "" } else { "s" };
-    let mut named: Vec<String> = hosts
-        .iter()
-        .take(4)
-        .map(|(h, n)| format!("{h} {n} rank{}", plural(*n)))
-        .collect();
-    if hosts.len() > 4 {
-        named.push(format!("{} more", hosts.len() - 4));
-    }
-    let first = ranks[0];
     let (label, which) = match hosts.as_slice() {
         [(h, n)] => ("host: ", format!("{h} ({n} ranks)")),
-        _ => ("hosts:", format!("{} ({})", hosts.len(), named.join(", "))),
+        _ => {
+            let plural = |n: usize| if n == 1 { "" } else { "s" };
+            let mut named: Vec<String> = hosts
+                .iter()
+                .take(4)
+                .map(|(h, n)| format!("{h} {n} rank{}", plural(*n)))
+                .collect();
+            if hosts.len() > 4 {
+                named.push(format!("{} more", hosts.len() - 4));
+            }
+            ("hosts:", format!("{} ({})", hosts.len(), named.join(", ")))
+        }
     };
+    let first = ranks[0];
     format!(
         "{label}     {which}; rank {} pid {}; {threads} over the ranks",
         first.rank, first.pid
@@ -543,6 +541,15 @@ fn max_over_mean(values: impl Iterator<Item = u64>) -> Option<f64> {
     (sum > 0).then(|| max as f64 * n as f64 / sum as f64)
 }
 
+/// ` (±shown)` for a Space-Saving error bound `e` shown as `shown`;
+/// nothing when it is 0 (exact).
+fn plus_minus(e: u64, shown: String) -> String {
+    match e {
+        0 => String::new(),
+        _ => format!(" (±{shown})"),
+    }
+}
+
 /// One context; true if a frame was marked with its call site.
 /// Bytes in readable units (the JSON has them exact); an MPI call's
 /// context (`mpi_call`) gives the bytes it moved and no memory held.
@@ -554,13 +561,6 @@ fn context(
     alike: &AlikeLines,
     mpi_call: bool,
 ) -> bool {
-    let err = |e: u64, shown: String| {
-        if e == 0 {
-            String::new()
-        } else {
-            format!(" (±{shown})")
-        }
-    };
     let inside = match &c.inside_mpi {
         Some(r) => format!("  inside {r}"),
         None => String::new(),
@@ -579,9 +579,9 @@ fn context(
         "\n#{rank} {}  count {}{}  bytes {}{}{held}{inside}",
         c.kind,
         c.count,
-        err(c.count_err, c.count_err.to_string()),
+        plus_minus(c.count_err, c.count_err.to_string()),
         human_bytes(c.bytes),
-        err(c.bytes_err, human_bytes(c.bytes_err)),
+        plus_minus(c.bytes_err, human_bytes(c.bytes_err)),
     );
     if nranks > 1 {
         let sp = &c.spread.count;
@@ -632,7 +632,13 @@ fn context(
 /// which ends at `clone3`). The JSON and the exports keep every frame;
 /// `diff`'s text ends its stacks at `main` too.
 fn above_main(stack: &[StackFrame]) -> &[StackFrame] {
-    match stack.iter().rposition(|f| f.function == "main") {
+    up_to_main(stack, |f| &f.function)
+}
+
+/// `stack` (innermost first) up to its outermost frame that `function`
+/// names `main`; all of it without one.
+pub fn up_to_main<T>(stack: &[T], function: impl Fn(&T) -> &str) -> &[T] {
+    match stack.iter().rposition(|f| function(f) == "main") {
         Some(i) => &stack[..=i],
         None => stack,
     }
@@ -649,7 +655,8 @@ fn runs(stack: &[StackFrame]) -> Vec<(&StackFrame, usize)> {
 #[cfg(test)]
 mod tests {
     use super::{
-        above_main, context, host_line, human_bytes, max_over_mean, peak_line, runs, AlikeLines,
+        above_main, context, host_line, human_bytes, max_over_mean, peak_line, runs, up_to_main,
+        AlikeLines,
     };
     use crate::contexts::{Context, StackFrame};
     use wmhcct_format::{HeapStats, Profile, RankSummary};
@@ -744,6 +751,17 @@ mod tests {
 
     /// A process's peak and when; a job's is its largest rank's, with the
     /// sum of the ranks' peaks that the job's `/heap` holds named as such.
+    /// `diff`'s stacks are names: they end at `main` the same way.
+    #[test]
+    fn a_stack_of_names_ends_at_main() {
+        let names: Vec<String> = ["leaf", "main", "__libc_start_main", "_start"]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
+        assert_eq!(up_to_main(&names, String::as_str), &names[..2]);
+        assert_eq!(up_to_main(&names[2..], String::as_str), &names[2..]);
+    }
+
     #[test]
     fn a_jobs_hosts_are_its_ranks() {
         let one = Profile::default();
