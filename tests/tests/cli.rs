@@ -568,9 +568,158 @@ fn focus_keeps_the_contexts_through_a_frame() {
     );
 
     // An empty text would match every frame: refused, naming the option.
-    let bad = run_plain(bin(), &["report", &h5_s, "--focus", ""], &w.path);
-    assert_eq!(bad.code, 2, "{}", bad.describe());
-    assert!(bad.stderr.contains("--focus"), "{}", bad.stderr);
+    for option in ["--focus", "--ignore"] {
+        let bad = run_plain(bin(), &["report", &h5_s, option, ""], &w.path);
+        assert_eq!(bad.code, 2, "{}", bad.describe());
+        assert!(bad.stderr.contains(option), "{}", bad.stderr);
+    }
+}
+
+/// `--ignore TEXT` on sort_keys.c's exact report: it leaves out exactly
+/// what `--focus TEXT` keeps, narrows a focus, and does so in the text,
+/// the folded export and the hottest-contexts plot.
+#[test]
+fn ignore_leaves_out_the_contexts_through_a_frame() {
+    let w = WorkDir::new("cli-ignore");
+    let exe = compile("sort_keys.c", &w.path, Opt::Debug, &[]);
+    let h5 = w.join("sk.h5");
+    let out = run_traced(&exe, &[] as &[&str], &w.path, &h5, &[("WMHCCT_EXACT", "1")]);
+    assert_eq!(out.code, 0, "{}", out.describe());
+    let h5_s = h5.to_string_lossy().into_owned();
+    let json = |args: &[&str]| -> Value {
+        let mut all = vec!["report", h5_s.as_str(), "--json"];
+        all.extend_from_slice(args);
+        let r = run_plain(bin(), &all, &w.path);
+        assert_eq!(r.code, 0, "{args:?}: {}", r.describe());
+        serde_json::from_str(&r.stdout).unwrap()
+    };
+    // Ignoring a text no frame names keeps every context.
+    let every = json(&["--ignore", "no_frame_names_this"]);
+    let whole = json(&[]);
+    assert_eq!(every["contexts"], whole["contexts"]);
+    let sum = |v: &Value, key: &str| u64_of(&v["focus"][key]);
+    for text in ["sk_churn", "SK_MANY_SMALL", "sort_keys.c"] {
+        let (kept, left) = (json(&["--focus", text]), json(&["--ignore", text]));
+        assert_eq!(left["focus"]["ignore"], serde_json::json!([text]));
+        assert_eq!(left["focus"]["texts"], serde_json::json!([]));
+        for key in [
+            "contexts",
+            "count",
+            "bytes",
+            "leaked_bytes",
+            "peak_live_bytes",
+        ] {
+            assert_eq!(
+                sum(&kept, key) + sum(&left, key),
+                sum(&every, key),
+                "{text} {key}: {}\n{}",
+                kept["focus"],
+                left["focus"]
+            );
+        }
+    }
+    // Narrowing a focus: the program's four contexts less two.
+    let both = json(&[
+        "--focus",
+        "sort_keys.c",
+        "--ignore",
+        "sk_churn",
+        "--ignore",
+        "SK_MANY_SMALL",
+    ]);
+    let f = &both["focus"];
+    assert_eq!(f["texts"], serde_json::json!(["sort_keys.c"]));
+    assert_eq!(
+        f["ignore"],
+        serde_json::json!(["sk_churn", "SK_MANY_SMALL"])
+    );
+    assert_eq!(
+        (u64_of(&f["contexts"]), u64_of(&f["count"])),
+        (2, 4 + 3),
+        "{f}"
+    );
+    let mut leaders: Vec<String> = both["contexts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| stack_names(c)[0].clone())
+        .collect();
+    leaders.sort();
+    assert_eq!(leaders, ["sk_leaker", "sk_peak_holder"]);
+
+    let r = run_plain(
+        bin(),
+        &[
+            "report",
+            &h5_s,
+            "--focus",
+            "sort_keys.c",
+            "--ignore",
+            "sk_churn",
+        ],
+        &w.path,
+    );
+    assert_eq!(r.code, 0, "{}", r.describe());
+    for line in [
+        "\nfocus:     contexts through a frame naming \"sort_keys.c\" and none naming \"sk_churn\" ",
+        "\ntop 3 of 3 contexts through \"sort_keys.c\", not through \"sk_churn\" by count:\n",
+    ] {
+        assert!(r.stdout.contains(line), "{line}\n{}", r.stdout);
+    }
+    assert!(!r.stdout.contains("sk_churn ("), "{}", r.stdout);
+
+    // The folded stacks without one function's.
+    let r = run_plain(
+        bin(),
+        &[
+            "export",
+            &h5_s,
+            "--format",
+            "folded",
+            "--weight",
+            "count",
+            "--ignore",
+            "sk_many_small",
+        ],
+        &w.path,
+    );
+    assert_eq!(r.code, 0, "{}", r.describe());
+    assert!(!r.stdout.contains("sk_many_small"), "{}", r.stdout);
+    for kept in [
+        ";sk_churn;malloc 100",
+        ";sk_peak_holder;malloc 4",
+        ";sk_leaker;malloc 3",
+    ] {
+        assert!(r.stdout.contains(kept), "{kept}\n{}", r.stdout);
+    }
+
+    // The hottest-contexts plot names what it leaves out.
+    let plots = w.join("plots");
+    let plots_s = plots.to_string_lossy().into_owned();
+    let r = run_plain(
+        bin(),
+        &[
+            "plot",
+            &h5_s,
+            "--out-dir",
+            &plots_s,
+            "--format",
+            "svg",
+            "--ignore",
+            "sk_churn",
+        ],
+        &w.path,
+    );
+    assert_eq!(r.code, 0, "{}", r.describe());
+    let svg = std::fs::read_to_string(plots.join("contexts.svg")).unwrap();
+    assert!(
+        svg.contains("Hottest allocation contexts not through "),
+        "{svg}"
+    );
+    assert!(
+        svg.contains("sk_many_small") && !svg.contains("sk_churn ("),
+        "sk_churn's context left out"
+    );
 }
 
 /// `wmhcct diff --focus TEXT`: two builds of sort_keys.c, B's sk_churn
@@ -623,6 +772,15 @@ fn diff_focus_compares_the_contexts_through_a_frame() {
             u64_of(&leaker["focus"]["count_b"])
         ),
         (3, 3)
+    );
+
+    // Ignoring sk_churn leaves nothing changed, and the rest's sums.
+    let rest = diff(&["--ignore", "sk_churn"]);
+    assert_eq!(rest["changed_contexts"], 0, "{rest}");
+    assert_eq!(rest["focus"]["ignore"], serde_json::json!(["sk_churn"]));
+    assert_eq!(
+        u64_of(&rest["focus"]["count_a"]) + 100,
+        u64_of(&diff(&["--ignore", "no_frame_names_this"])["focus"]["count_a"])
     );
 
     let r = run_plain(bin(), &["diff", &a, &b, "--focus", "sk_churn"], &w.path);

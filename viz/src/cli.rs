@@ -4,6 +4,8 @@ use std::path::PathBuf;
 
 use clap::{Parser, Subcommand};
 
+use crate::focus::Focus;
+
 #[derive(Parser, Debug)]
 #[command(
     name = "wmhcct",
@@ -27,7 +29,8 @@ pub enum Command {
     /// Print a report (HDF5 report or raw profile) as text or JSON.
     Report(ReportArgs),
     /// Draw the report's plots (memory over time, event density, hottest
-    /// contexts, peak per rank, flame graph) into a directory.
+    /// contexts, peak per rank, flame graph) into a directory; --focus and
+    /// --ignore narrow the hottest-contexts plot only.
     Plot(PlotArgs),
     /// Export a report as collapsed stacks (flamegraph.pl, inferno,
     /// speedscope) or as the report JSON.
@@ -41,6 +44,28 @@ pub enum Command {
     /// that started this one (viz/src/h5child.rs). Not listed in --help.
     #[command(name = crate::h5child::SUBCOMMAND, hide = true)]
     ReadReport(crate::h5child::ReadReportArgs),
+}
+
+/// `--focus` and `--ignore`, for `report`, `plot`, `export` and `diff`.
+#[derive(clap::Args, Debug)]
+pub struct FocusArgs {
+    /// Only the contexts whose stack passes through a frame naming TEXT:
+    /// in its function, source file or module file name, any case
+    /// (repeatable: any of them). The report sums what they allocated.
+    #[arg(long, value_name = "TEXT", value_parser = clap::builder::NonEmptyStringValueParser::new())]
+    pub focus: Vec<String>,
+    /// Leave out the contexts whose stack passes through a frame naming
+    /// TEXT, as --focus names them (repeatable: any of them); with --focus,
+    /// of the contexts through it.
+    #[arg(long, value_name = "TEXT", value_parser = clap::builder::NonEmptyStringValueParser::new())]
+    pub ignore: Vec<String>,
+}
+
+impl FocusArgs {
+    /// `None` when neither option is given.
+    pub fn focus(&self) -> Option<Focus> {
+        Focus::new(&self.focus, &self.ignore)
+    }
 }
 
 #[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
@@ -68,12 +93,8 @@ pub struct PlotArgs {
     /// as in `report`, with their sum under the bars.
     #[arg(long)]
     pub mpi_internal: bool,
-    /// The hottest-contexts plot shows only the contexts whose stack
-    /// passes through a frame naming TEXT (function, source file or module
-    /// file name, any case; repeatable: any of them), as `report --focus`;
-    /// the other plots stay the whole program's.
-    #[arg(long, value_name = "TEXT", value_parser = clap::builder::NonEmptyStringValueParser::new())]
-    pub focus: Vec<String>,
+    #[command(flatten)]
+    pub select: FocusArgs,
 }
 
 #[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
@@ -99,11 +120,8 @@ pub struct ExportArgs {
     /// MPI_Finalize); left out by default, as in `report --by leaked`.
     #[arg(long)]
     pub mpi_internal: bool,
-    /// Only the stacks that pass through a frame naming TEXT: in its
-    /// function, source file or module file name, any case (repeatable:
-    /// any of them), as in `report --focus`.
-    #[arg(long, value_name = "TEXT", value_parser = clap::builder::NonEmptyStringValueParser::new())]
-    pub focus: Vec<String>,
+    #[command(flatten)]
+    pub select: FocusArgs,
     /// Output file (default: standard output).
     #[arg(short, long)]
     pub output: Option<PathBuf>,
@@ -121,11 +139,8 @@ pub struct DiffArgs {
     /// Machine-readable JSON on stdout.
     #[arg(long)]
     pub json: bool,
-    /// Compare only the contexts whose stack passes through a frame naming
-    /// TEXT (function, source file or module file name, any case;
-    /// repeatable: any of them), as in `report --focus`, with their sums.
-    #[arg(long, value_name = "TEXT", value_parser = clap::builder::NonEmptyStringValueParser::new())]
-    pub focus: Vec<String>,
+    #[command(flatten)]
+    pub select: FocusArgs,
 }
 
 #[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
@@ -219,9 +234,6 @@ pub struct ReportArgs {
     /// line.
     #[arg(long)]
     pub mpi_internal: bool,
-    /// Only the contexts whose stack passes through a frame naming TEXT:
-    /// in its function, source file or module file name, any case
-    /// (repeatable: any of them). The report sums what they allocated.
-    #[arg(long, value_name = "TEXT", value_parser = clap::builder::NonEmptyStringValueParser::new())]
-    pub focus: Vec<String>,
+    #[command(flatten)]
+    pub select: FocusArgs,
 }

@@ -193,7 +193,7 @@ pub fn run(args: &DiffArgs) -> Result<()> {
     let a = load(&args.a).with_context(|| args.a.display().to_string())?;
     let b = load(&args.b).with_context(|| args.b.display().to_string())?;
     let (pa, pb) = (&a.profile, &b.profile);
-    let focus = Focus::new(&args.focus);
+    let focus = args.select.focus();
     let (list, matched, focus) = changes(pa, &a.symbols, pb, &b.symbols, focus.as_ref());
     let tot = totals(pa, pb);
     let text = if args.json {
@@ -218,6 +218,7 @@ pub fn run(args: &DiffArgs) -> Result<()> {
             })).collect::<Vec<Value>>(),
             "focus": focus.as_ref().map(|f| json!({
                 "texts": f.focus.texts(),
+                "ignore": f.focus.ignored(),
                 "count_a": f.count.0, "count_b": f.count.1,
                 "bytes_a": f.bytes.0, "bytes_b": f.bytes.1,
             })),
@@ -303,12 +304,12 @@ fn render_text(
     }
     let mut through = String::new();
     if let Some(f) = focus {
-        through = format!(" through {}", f.focus.quoted());
+        through = format!(" {}", f.focus.short());
         let _ = writeln!(
             s,
-            "\nfocus: the contexts through a frame naming {} (function, source file or \
-             module, any case)\n  calls {} → {} ({}), bytes {} → {} ({})",
-            f.focus.quoted(),
+            "\nfocus: the contexts {} (function, source file or module, any \
+             case)\n  calls {} → {} ({}), bytes {} → {} ({})",
+            f.focus.long(),
             f.count.0,
             f.count.1,
             signed(f.count.1 as i128 - f.count.0 as i128),

@@ -6,7 +6,6 @@ use anyhow::{Context as _, Result};
 
 use crate::cli::{ExportArgs, ExportFormat, SortKey};
 use crate::contexts::{contexts, StackFrame};
-use crate::focus::Focus;
 use crate::input::load;
 use crate::mpi_internal::owners;
 use crate::stacks::{all_stacks, Stack};
@@ -105,7 +104,7 @@ impl LeftOut {
 pub fn run(args: &ExportArgs) -> Result<()> {
     let name = args.file.display().to_string();
     let loaded = load(&args.file).with_context(|| name.clone())?;
-    let focus = Focus::new(&args.focus);
+    let focus = args.select.focus();
     let text = match args.format {
         ExportFormat::Folded => {
             let stacks = all_stacks(&loaded.profile, &loaded.symbols);

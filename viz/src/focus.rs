@@ -1,37 +1,38 @@
-//! `--focus TEXT`: only the contexts whose stack passes through a frame
-//! that names TEXT, in its function, its source file or its module's file
-//! name, ignoring ASCII case (Fortran compilers lower-case names). Several
-//! texts: any of them. So `wmhcct report r.h5 --focus solver` lists what
-//! the solver allocates, through whatever it calls, the MPI library
-//! included.
+//! `--focus TEXT` and `--ignore TEXT`: only the contexts whose stack passes
+//! through a frame that names a focus text, and through none that names an
+//! ignored one. A frame names a text in its function, its source file or
+//! its module's file name, ignoring ASCII case (Fortran compilers
+//! lower-case names). Several texts of a kind: any of them. So
+//! `wmhcct report r.h5 --focus solver` lists what the solver allocates,
+//! through whatever it calls, the MPI library included, and
+//! `--focus solver --ignore mpi_` the same without what it allocates
+//! through MPI calls.
 
 use crate::contexts::{Context, ContextList, StackFrame};
 
-/// The texts of `--focus`.
+/// The texts of one of the two options.
 #[derive(Clone, Debug)]
-pub struct Focus {
+struct Texts {
     /// As given, for messages.
-    texts: Vec<String>,
+    given: Vec<String>,
     /// Lower-cased, for matching.
     lower: Vec<String>,
 }
 
-impl Focus {
-    /// `None` without texts (no focus).
-    pub fn new(texts: &[String]) -> Option<Focus> {
-        (!texts.is_empty()).then(|| Focus {
-            texts: texts.to_vec(),
+impl Texts {
+    fn new(texts: &[String]) -> Texts {
+        Texts {
+            given: texts.to_vec(),
             lower: texts.iter().map(|t| t.to_ascii_lowercase()).collect(),
-        })
+        }
     }
 
-    /// The texts as given.
-    pub fn texts(&self) -> &[String] {
-        &self.texts
+    fn is_empty(&self) -> bool {
+        self.given.is_empty()
     }
 
     /// Does a frame of `stack` name one of the texts?
-    pub fn matches(&self, stack: &[StackFrame]) -> bool {
+    fn in_stack(&self, stack: &[StackFrame]) -> bool {
         stack.iter().any(|f| self.names(f))
     }
 
@@ -40,6 +41,68 @@ impl Focus {
         [f.function.as_str(), f.file.as_str(), module]
             .iter()
             .any(|field| self.lower.iter().any(|t| contains_any_case(field, t)))
+    }
+
+    /// `"solve"` or `"solve" or "halo"`.
+    fn quoted(&self) -> String {
+        self.given
+            .iter()
+            .map(|t| format!("{t:?}"))
+            .collect::<Vec<_>>()
+            .join(" or ")
+    }
+
+    /// [`Texts::quoted`] in at most about `chars` characters: `"solve" or
+    /// 2 more`, a long text cut with `…`.
+    fn brief(&self, chars: usize) -> String {
+        let all = self.quoted();
+        if all.chars().count() <= chars {
+            return all;
+        }
+        let first = &self.given[0];
+        let first = if first.chars().count() > chars - 12 {
+            let cut: String = first.chars().take(chars - 13).collect();
+            format!("\"{cut}…\"")
+        } else {
+            format!("{first:?}")
+        };
+        match self.given.len() {
+            1 => first,
+            n => format!("{first} or {} more", n - 1),
+        }
+    }
+}
+
+/// The texts of `--focus` and `--ignore`.
+#[derive(Clone, Debug)]
+pub struct Focus {
+    through: Texts,
+    ignore: Texts,
+}
+
+impl Focus {
+    /// `None` without texts (no focus, nothing ignored).
+    pub fn new(through: &[String], ignore: &[String]) -> Option<Focus> {
+        (!through.is_empty() || !ignore.is_empty()).then(|| Focus {
+            through: Texts::new(through),
+            ignore: Texts::new(ignore),
+        })
+    }
+
+    /// The texts of `--focus` as given.
+    pub fn texts(&self) -> &[String] {
+        &self.through.given
+    }
+
+    /// The texts of `--ignore` as given.
+    pub fn ignored(&self) -> &[String] {
+        &self.ignore.given
+    }
+
+    /// Does `stack` pass through a frame naming a focus text (when there
+    /// are any) and through none naming an ignored text?
+    pub fn matches(&self, stack: &[StackFrame]) -> bool {
+        (self.through.is_empty() || self.through.in_stack(stack)) && !self.ignore.in_stack(stack)
     }
 
     /// The contexts through the focus, in `list`'s order; untraced
@@ -58,13 +121,43 @@ impl Focus {
         }
     }
 
-    /// `"solve"` or `"solve" or "halo"`.
-    pub fn quoted(&self) -> String {
-        self.texts
-            .iter()
-            .map(|t| format!("{t:?}"))
-            .collect::<Vec<_>>()
-            .join(" or ")
+    /// What a context passes through, after "contexts": `through "solve"`,
+    /// `not through "mpi_"`, `through "solve", not through "mpi_"`.
+    pub fn short(&self) -> String {
+        self.joined(self.through.quoted(), self.ignore.quoted(), "not through")
+    }
+
+    /// As [`Focus::short`], spelt out: `through a frame naming "solve"`,
+    /// `through no frame naming "mpi_"`, `through a frame naming "solve"
+    /// and none naming "mpi_"`.
+    pub fn long(&self) -> String {
+        match (self.through.is_empty(), self.ignore.is_empty()) {
+            (false, true) => format!("through a frame naming {}", self.through.quoted()),
+            (true, _) => format!("through no frame naming {}", self.ignore.quoted()),
+            (false, false) => format!(
+                "through a frame naming {} and none naming {}",
+                self.through.quoted(),
+                self.ignore.quoted()
+            ),
+        }
+    }
+
+    /// [`Focus::short`] in at most about 40 characters per option, for a
+    /// plot's title: `through "solve" or 2 more, not "mpi_"`.
+    pub fn brief(&self) -> String {
+        let (through, ignore) = (
+            self.through.brief(BRIEF_CHARS),
+            self.ignore.brief(BRIEF_CHARS),
+        );
+        self.joined(through, ignore, "not")
+    }
+
+    fn joined(&self, through: String, ignore: String, not: &str) -> String {
+        match (self.through.is_empty(), self.ignore.is_empty()) {
+            (false, true) => format!("through {through}"),
+            (true, _) => format!("not through {ignore}"),
+            (false, false) => format!("through {through}, {not} {ignore}"),
+        }
     }
 }
 
@@ -78,30 +171,8 @@ fn contains_any_case(hay: &str, lower: &str) -> bool {
             .any(|w| w.eq_ignore_ascii_case(lower))
 }
 
-/// Longest [`Focus::brief`] in characters.
+/// Longest brief of one option's texts, in characters.
 const BRIEF_CHARS: usize = 40;
-
-impl Focus {
-    /// [`Focus::quoted`] in at most about 40 characters, for a plot's
-    /// title: `"solve" or 2 more`, a long text cut with `…`.
-    pub fn brief(&self) -> String {
-        let all = self.quoted();
-        if all.chars().count() <= BRIEF_CHARS {
-            return all;
-        }
-        let first = &self.texts[0];
-        let first = if first.chars().count() > BRIEF_CHARS - 12 {
-            let cut: String = first.chars().take(BRIEF_CHARS - 13).collect();
-            format!("\"{cut}…\"")
-        } else {
-            format!("{first:?}")
-        };
-        match self.texts.len() {
-            1 => first,
-            n => format!("{first} or {} more", n - 1),
-        }
-    }
-}
 
 /// What the focused allocation contexts add up to; `*_err` bound how far
 /// the Space-Saving counts may be above the true ones (0 in exact mode).
@@ -150,6 +221,18 @@ mod tests {
         }
     }
 
+    fn strings(t: &[&str]) -> Vec<String> {
+        t.iter().map(|s| s.to_string()).collect()
+    }
+
+    fn focus(t: &[&str]) -> Focus {
+        Focus::new(&strings(t), &[]).unwrap()
+    }
+
+    fn ignoring(t: &[&str]) -> Focus {
+        Focus::new(&[], &strings(t)).unwrap()
+    }
+
     #[test]
     fn a_frame_matches_by_function_file_or_module_name_in_any_case() {
         let stack = [
@@ -157,29 +240,69 @@ mod tests {
             frame("main", "/src/main.c", "/opt/app/bin/app"),
         ];
         for text in ["JACOBI", "solver", "main.c", "bin/app", "APP"] {
-            let f = Focus::new(&[text.to_string()]).unwrap();
             // The module's directory is not its name.
-            assert_eq!(f.matches(&stack), text != "bin/app", "{text}");
+            let names = text != "bin/app";
+            assert_eq!(focus(&[text]).matches(&stack), names, "{text}");
+            assert_eq!(ignoring(&[text]).matches(&stack), !names, "{text}");
         }
-        let f = Focus::new(&["nothing".into(), "jacobi".into()]).unwrap();
+        let f = focus(&["nothing", "jacobi"]);
         assert!(f.matches(&stack), "any of the texts");
-        assert_eq!(f.quoted(), "\"nothing\" or \"jacobi\"");
-        assert!(!Focus::new(&["nothing".into()]).unwrap().matches(&stack));
-        assert!(Focus::new(&[]).is_none());
+        assert_eq!(f.short(), "through \"nothing\" or \"jacobi\"");
+        assert!(!focus(&["nothing"]).matches(&stack));
+        assert!(
+            !ignoring(&["nothing", "MAIN"]).matches(&stack),
+            "any of them"
+        );
+        assert!(Focus::new(&[], &[]).is_none());
+    }
+
+    #[test]
+    fn ignored_texts_leave_out_what_the_focus_keeps() {
+        let solve_mpi = [
+            frame("PMPI_Allreduce", "", "/usr/lib/libmpi.so.40"),
+            frame("solve", "/src/solve.c", "/app"),
+            frame("main", "/src/main.c", "/app"),
+        ];
+        let solve = [
+            frame("malloc_grid", "/src/grid.c", "/app"),
+            frame("solve", "/src/solve.c", "/app"),
+        ];
+        let io = [frame("write_out", "/src/io.c", "/app")];
+        let both = Focus::new(&strings(&["solve"]), &strings(&["libmpi"])).unwrap();
+        assert!(!both.matches(&solve_mpi));
+        assert!(both.matches(&solve));
+        assert!(!both.matches(&io), "not through the focus");
+        let out = ignoring(&["libmpi"]);
+        assert!(!out.matches(&solve_mpi) && out.matches(&solve) && out.matches(&io));
+        assert_eq!(both.texts(), ["solve"]);
+        assert_eq!(both.ignored(), ["libmpi"]);
+        assert_eq!(both.short(), "through \"solve\", not through \"libmpi\"");
+        assert_eq!(
+            both.long(),
+            "through a frame naming \"solve\" and none naming \"libmpi\""
+        );
+        assert_eq!(out.short(), "not through \"libmpi\"");
+        assert_eq!(out.long(), "through no frame naming \"libmpi\"");
+        assert_eq!(focus(&["solve"]).long(), "through a frame naming \"solve\"");
     }
 
     #[test]
     fn a_brief_focus_is_short() {
-        let f = |t: &[&str]| Focus::new(&t.iter().map(|s| s.to_string()).collect::<Vec<_>>());
         assert_eq!(
-            f(&["solve", "halo"]).unwrap().brief(),
-            "\"solve\" or \"halo\""
+            focus(&["solve", "halo"]).brief(),
+            "through \"solve\" or \"halo\""
         );
-        let many = f(&["exchange_halos", "checkpoint", "relax", "solve"]).unwrap();
-        assert_eq!(many.brief(), "\"exchange_halos\" or 3 more");
-        let long = f(&["a_very_long_fortran_module_name_mod::a_procedure"]).unwrap();
-        assert_eq!(long.brief(), "\"a_very_long_fortran_module_…\"");
-        assert!(long.brief().chars().count() <= BRIEF_CHARS);
+        let many = focus(&["exchange_halos", "checkpoint", "relax", "solve"]);
+        assert_eq!(many.brief(), "through \"exchange_halos\" or 3 more");
+        let long = focus(&["a_very_long_fortran_module_name_mod::a_procedure"]);
+        assert_eq!(long.brief(), "through \"a_very_long_fortran_module_…\"");
+        assert!(long.brief().chars().count() <= "through ".len() + BRIEF_CHARS);
+        let both = Focus::new(&strings(&["solve"]), &strings(&["mpi", "pmix", "ucx"])).unwrap();
+        assert_eq!(
+            both.brief(),
+            "through \"solve\", not \"mpi\" or \"pmix\" or \"ucx\""
+        );
+        assert_eq!(ignoring(&["mpi"]).brief(), "not through \"mpi\"");
     }
 
     #[test]
@@ -196,7 +319,7 @@ mod tests {
             untraced: vec![Context::of_stack("malloc", vec![])],
             mpi: vec![b, a],
         };
-        let list = Focus::new(&["halo".into()]).unwrap().of(&all);
+        let list = focus(&["halo"]).of(&all);
         assert_eq!(list.contexts.len(), 1);
         assert_eq!(list.mpi.len(), 1);
         assert!(list.untraced.is_empty());

@@ -86,7 +86,7 @@ pub fn run(args: &PlotArgs) -> Result<()> {
         bail!("{}: not a directory", dir.display());
     }
     let mut contexts = contexts(&loaded.profile, &loaded.symbols);
-    let focus = Focus::new(&args.focus);
+    let focus = args.select.focus();
     if let Some(f) = &focus {
         contexts = f.of(&contexts);
     }

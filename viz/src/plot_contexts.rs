@@ -26,7 +26,7 @@ impl Plot for Contexts {
         DB::ErrorType: 'static,
     {
         let what = match &d.focus {
-            Some(f) => format!("Hottest allocation contexts through {}", f.brief()),
+            Some(f) => format!("Hottest allocation contexts {}", f.brief()),
             None => "Hottest allocation contexts".to_string(),
         };
         let area = root

@@ -6,7 +6,6 @@ use anyhow::{Context as _, Result};
 
 use crate::cli::ReportArgs;
 use crate::contexts::contexts;
-use crate::focus::Focus;
 use crate::input::load;
 use crate::{report_json, report_text};
 
@@ -14,7 +13,7 @@ pub fn run(args: &ReportArgs) -> Result<()> {
     let name = args.file.display().to_string();
     let loaded = load(&args.file).with_context(|| name.clone())?;
     let mut list = contexts(&loaded.profile, &loaded.symbols);
-    let focus = Focus::new(&args.focus);
+    let focus = args.select.focus();
     list.sort(args.by);
     let out = if args.json {
         let v = report_json::render(

@@ -182,8 +182,8 @@ fn mpi_own_json(own: &MpiOwn) -> Value {
     })
 }
 
-/// `--focus`: its texts and what the allocation contexts through it add
-/// up to, with the allocation tree's totals (every allocation call and
+/// `--focus` and `--ignore`: their texts and what the allocation contexts
+/// through the focus add up to, with the allocation tree's totals (every allocation call and
 /// its bytes) to compare with; `null` without a focus.
 fn focus_json(p: &Profile, list: &ContextList, focus: Option<&Focus>) -> Value {
     let Some(f) = focus else {
@@ -193,6 +193,7 @@ fn focus_json(p: &Profile, list: &ContextList, focus: Option<&Focus>) -> Value {
     let tree = alloc_tree(p);
     json!({
         "texts": f.texts(),
+        "ignore": f.ignored(),
         "contexts": sums.contexts,
         "count": sums.count,
         "count_err": sums.count_err,

@@ -195,7 +195,7 @@ pub fn render(
         }
         None => list,
     };
-    let through = focus.map_or(String::new(), |f| format!(" through {}", f.quoted()));
+    let through = focus.map_or(String::new(), |f| format!(" {}", f.short()));
     let all = list.contexts.len();
     // The program's contexts: the MPI library's own allocations are no
     // leak of the program's, nor what it can change.
@@ -324,9 +324,8 @@ fn focus_lines(s: &mut String, p: &Profile, list: &ContextList, f: &Focus, end: 
     };
     let _ = writeln!(
         s,
-        "\nfocus:     contexts through a frame naming {} (function, source file or module, \
-         any case)",
-        f.quoted()
+        "\nfocus:     contexts {} (function, source file or module, any case)",
+        f.long()
     );
     let _ = writeln!(
         s,
