@@ -805,3 +805,128 @@ fn diff_focus_compares_the_contexts_through_a_frame() {
         r.stdout
     );
 }
+
+/// `wmhcct report --group function|line` on alloc_sites.cpp's exact
+/// report: contexts summed by the function or line that allocates, past
+/// the program's `xmalloc` wrapper and the C++ library's `std::vector`
+/// frames (whose demangled names start with a return type); with a
+/// focus; and the hottest-contexts plot labels the vector's context by
+/// the same frame.
+#[test]
+fn group_sums_the_contexts_by_allocating_function_or_line() {
+    let w = WorkDir::new("cli-group");
+    let exe = compile("alloc_sites.cpp", &w.path, Opt::Debug, &[]);
+    let h5 = w.join("as.h5");
+    let out = run_traced(&exe, &[] as &[&str], &w.path, &h5, &[("WMHCCT_EXACT", "1")]);
+    assert_eq!(out.code, 0, "{}", out.describe());
+    let h5_s = h5.to_string_lossy().into_owned();
+    let sites = |args: &[&str]| -> Vec<Value> {
+        let mut all = vec!["report", h5_s.as_str(), "--json"];
+        all.extend_from_slice(args);
+        let r = run_plain(bin(), &all, &w.path);
+        assert_eq!(r.code, 0, "{args:?}: {}", r.describe());
+        let v: Value = serde_json::from_str(&r.stdout).unwrap();
+        assert_eq!(
+            u64_of(&v["sites"]["count"]) as usize,
+            v["sites"]["list"].as_array().unwrap().len(),
+            "no --top: all of them"
+        );
+        v["sites"]["list"].as_array().unwrap().clone()
+    };
+    let named = |list: &[Value], name: &str| -> Vec<Value> {
+        list.iter()
+            .filter(|s| s["function"].as_str().unwrap().starts_with(name))
+            .cloned()
+            .collect()
+    };
+    let functions = sites(&["--group", "function"]);
+    for s in &functions {
+        let f = s["function"].as_str().unwrap();
+        assert!(
+            !f.contains("xmalloc") && !f.contains("std::") && !f.contains("operator new"),
+            "a wrapper is no site: {s}"
+        );
+    }
+    let grid = &named(&functions, "build_grid")[0];
+    assert_eq!(
+        (
+            u64_of(&grid["count"]),
+            u64_of(&grid["bytes"]),
+            u64_of(&grid["contexts"])
+        ),
+        (15, 10 * 64 + 5 * 128, 2),
+        "{grid}"
+    );
+    assert_eq!(grid["line"], 0, "{grid}");
+    let input = &named(&functions, "read_input")[0];
+    assert_eq!(
+        (
+            u64_of(&input["count"]),
+            u64_of(&input["contexts"]),
+            u64_of(&input["leaked_bytes"])
+        ),
+        (2, 2, 2000),
+        "{input}"
+    );
+    // libstdc++ doubles the vector's capacity from 1 to 1024.
+    let vector = &named(&functions, "fill_vector")[0];
+    assert_eq!(u64_of(&vector["count"]), 11, "{vector}");
+
+    let lines = sites(&["--group", "line"]);
+    let grid_lines = named(&lines, "build_grid");
+    let mut counts: Vec<u64> = grid_lines.iter().map(|s| u64_of(&s["count"])).collect();
+    counts.sort();
+    assert_eq!(counts, [5, 10], "{grid_lines:?}");
+    assert_ne!(grid_lines[0]["line"], grid_lines[1]["line"]);
+    let input_lines = named(&lines, "read_input");
+    assert_eq!(
+        input_lines.len(),
+        1,
+        "one line, two callers: {input_lines:?}"
+    );
+    assert_eq!(u64_of(&input_lines[0]["contexts"]), 2);
+
+    // Through a focus: load_a's one call.
+    let focused = sites(&["--group", "function", "--focus", "load_a"]);
+    assert_eq!(focused.len(), 1, "{focused:?}");
+    assert_eq!(u64_of(&focused[0]["count"]), 1);
+
+    // The text.
+    let text = |args: &[&str]| -> String {
+        let mut all = vec!["report", h5_s.as_str()];
+        all.extend_from_slice(args);
+        let r = run_plain(bin(), &all, &w.path);
+        assert_eq!(r.code, 0, "{args:?}: {}", r.describe());
+        r.stdout
+    };
+    let t = text(&["--group", "function"]);
+    assert!(t.contains(" allocating functions by count:\n"), "{t}");
+    assert!(
+        t.contains("\n#1 build_grid (")
+            && t.contains(
+                "\n    count 15  bytes 1.2 KiB  leaked 0 B  at-peak 0 B  in 2 contexts\n"
+            ),
+        "{t}"
+    );
+    let t = text(&["--group", "line", "--by", "leaked"]);
+    assert!(t.contains(" allocating lines that leaked (of "), "{t}");
+    assert!(
+        t.contains("read_input (") && !t.contains("build_grid ("),
+        "{t}"
+    );
+
+    // The plot names the vector's context by fill_vector too.
+    let plots = w.join("plots");
+    let plots_s = plots.to_string_lossy().into_owned();
+    let r = run_plain(
+        bin(),
+        &["plot", &h5_s, "--out-dir", &plots_s, "--format", "svg"],
+        &w.path,
+    );
+    assert_eq!(r.code, 0, "{}", r.describe());
+    let svg = std::fs::read_to_string(plots.join("contexts.svg")).unwrap();
+    assert!(
+        svg.contains("fill_vector (") && !svg.contains("_M_realloc_insert"),
+        "{svg}"
+    );
+}

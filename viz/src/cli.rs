@@ -157,6 +157,17 @@ pub enum SortKey {
     Peak,
 }
 
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Group {
+    /// Each calling context.
+    Context,
+    /// Each allocating function, with the sums of its contexts.
+    Function,
+    /// Each allocating source line (call site), with the sums of its
+    /// contexts.
+    Line,
+}
+
 #[derive(clap::Args, Debug)]
 pub struct RunArgs {
     /// Output report path (WMHCCT_OUT).
@@ -227,6 +238,12 @@ pub struct ReportArgs {
     /// sent with `bytes`).
     #[arg(long, value_enum, default_value = "count")]
     pub by: SortKey,
+    /// What the list sums: each calling context, or the contexts by where
+    /// they allocate, their innermost frame that is not an allocator
+    /// wrapper or library internals (MPI call contexts stay listed one by
+    /// one).
+    #[arg(long, value_enum, default_value = "context")]
+    pub group: Group,
     /// List the contexts allocated inside MPI calls too: the MPI library's
     /// own allocations (MPI_Init's start-up, its threads'), which a job's
     /// report (taken in MPI_Finalize, before the library frees them) also

@@ -174,42 +174,10 @@ fn contains_any_case(hay: &str, lower: &str) -> bool {
 /// Longest brief of one option's texts, in characters.
 const BRIEF_CHARS: usize = 40;
 
-/// What the focused allocation contexts add up to; `*_err` bound how far
-/// the Space-Saving counts may be above the true ones (0 in exact mode).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct FocusSums {
-    pub contexts: usize,
-    pub count: u64,
-    pub count_err: u64,
-    pub bytes: u64,
-    pub bytes_err: u64,
-    pub leaked_bytes: u64,
-    pub peak_live_bytes: u64,
-}
-
-impl FocusSums {
-    pub fn of(contexts: &[Context]) -> FocusSums {
-        contexts.iter().fold(
-            FocusSums {
-                contexts: contexts.len(),
-                ..FocusSums::default()
-            },
-            |s, c| FocusSums {
-                count: s.count.saturating_add(c.count),
-                count_err: s.count_err.saturating_add(c.count_err),
-                bytes: s.bytes.saturating_add(c.bytes),
-                bytes_err: s.bytes_err.saturating_add(c.bytes_err),
-                leaked_bytes: s.leaked_bytes.saturating_add(c.leaked_bytes),
-                peak_live_bytes: s.peak_live_bytes.saturating_add(c.peak_live_bytes),
-                ..s
-            },
-        )
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::sums::ContextSums;
 
     fn frame(function: &str, file: &str, module: &str) -> StackFrame {
         StackFrame {
@@ -324,8 +292,8 @@ mod tests {
         assert_eq!(list.mpi.len(), 1);
         assert!(list.untraced.is_empty());
         assert_eq!(
-            FocusSums::of(&list.contexts),
-            FocusSums {
+            ContextSums::of(&list.contexts),
+            ContextSums {
                 contexts: 1,
                 count: 3,
                 count_err: 1,

@@ -40,7 +40,7 @@ fn base(path: &str) -> &str {
 
 /// Is this frame an allocator wrapper or library internals?
 pub fn is_wrapper(f: &StackFrame) -> bool {
-    let name = f.function.split('(').next().unwrap_or("").trim();
+    let name = qualified_name(f.function.split('(').next().unwrap_or("").trim());
     let module = base(&f.module);
     name.is_empty()
         || name == "??"
@@ -54,9 +54,28 @@ pub fn is_wrapper(f: &StackFrame) -> bool {
         || SYSTEM_MODULES.iter().any(|m| module.starts_with(m))
 }
 
+/// A demangled name without the return type a function template's name
+/// starts with (`void std::vector<long>::_M_realloc_insert<long>` is
+/// `std::vector<long>::_M_realloc_insert<long>`): what follows the last
+/// space outside `<…>`, unless that space is an operator's (`operator
+/// new`).
+fn qualified_name(name: &str) -> &str {
+    let mut depth = 0i32;
+    let mut start = 0;
+    for (i, ch) in name.char_indices() {
+        match ch {
+            '<' => depth += 1,
+            '>' => depth -= 1,
+            ' ' if depth == 0 && !name[start..i].ends_with("operator") => start = i + 1,
+            _ => {}
+        }
+    }
+    &name[start..]
+}
+
 /// Index of the frame that names a context: the innermost that is not an
 /// allocator wrapper, else the innermost with a name, else the innermost.
-fn labelled_frame(innermost_first: &[StackFrame]) -> Option<usize> {
+pub fn labelled_frame(innermost_first: &[StackFrame]) -> Option<usize> {
     innermost_first
         .iter()
         .position(|f| !is_wrapper(f))
@@ -222,6 +241,10 @@ mod tests {
                 "/app",
             ),
             f("std::vector<double>::_M_realloc_insert()", "/app"),
+            f(
+                "void std::vector<long, std::allocator<long> >::_M_realloc_insert<long const&>(long const&)",
+                "/app",
+            ),
             f("xmalloc", "/app"),
             f("solver::assemble(int)", "/home/u/app"),
             f("main", "/home/u/app"),
@@ -231,6 +254,27 @@ mod tests {
             ("solver::assemble(int)".into(), "app".into())
         );
         assert_eq!(short_label(&stack, "malloc", 60), "solver::assemble (app)");
+    }
+
+    #[test]
+    fn a_return_type_is_no_part_of_the_name() {
+        for (name, is) in [
+            (
+                "std::vector<long>::push_back",
+                "std::vector<long>::push_back",
+            ),
+            (
+                "void std::vector<long, std::allocator<long> >::_M_realloc_insert<long const&>",
+                "std::vector<long, std::allocator<long> >::_M_realloc_insert<long const&>",
+            ),
+            ("unsigned long solver::size<int>", "solver::size<int>"),
+            ("operator new", "operator new"),
+            ("foo::operator delete[]", "foo::operator delete[]"),
+            ("void* operator new[]", "operator new[]"),
+            ("main", "main"),
+        ] {
+            assert_eq!(qualified_name(name), is, "{name}");
+        }
     }
 
     #[test]

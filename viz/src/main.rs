@@ -34,8 +34,10 @@ mod report_json;
 mod report_text;
 mod run;
 mod seal;
+mod sites;
 mod slurm;
 mod stacks;
+mod sums;
 mod symbolize;
 mod untraced;
 

@@ -4,10 +4,10 @@ use std::io::Write;
 
 use anyhow::{Context as _, Result};
 
-use crate::cli::ReportArgs;
+use crate::cli::{Group, ReportArgs};
 use crate::contexts::contexts;
 use crate::input::load;
-use crate::{report_json, report_text};
+use crate::{report_json, report_text, sites};
 
 pub fn run(args: &ReportArgs) -> Result<()> {
     let name = args.file.display().to_string();
@@ -16,13 +16,26 @@ pub fn run(args: &ReportArgs) -> Result<()> {
     let focus = args.select.focus();
     list.sort(args.by);
     let out = if args.json {
-        let v = report_json::render(
+        let mut v = report_json::render(
             &loaded.profile,
             loaded.format_version,
             &list,
             args.top,
             focus.as_ref(),
         );
+        if args.group != Group::Context {
+            // The program's contexts (through the focus), as the text
+            // groups them.
+            let focused = focus.as_ref().map(|f| f.of(&list));
+            let program = focused
+                .as_ref()
+                .unwrap_or(&list)
+                .contexts
+                .iter()
+                .filter(|c| args.mpi_internal || c.inside_mpi.is_none());
+            let all = sites::of(program, args.group, args.by);
+            v["sites"] = sites::json(&all, args.group, args.top.unwrap_or(usize::MAX));
+        }
         let mut s = serde_json::to_string_pretty(&v).context("encoding JSON")?;
         s.push('\n');
         s
@@ -32,6 +45,7 @@ pub fn run(args: &ReportArgs) -> Result<()> {
             &list,
             args.top.unwrap_or(20),
             args.by,
+            args.group,
             args.mpi_internal,
             focus.as_ref(),
         )

@@ -5,9 +5,10 @@ use serde_json::{json, Map, Value};
 use wmhcct_format::{HeapStats, KindTotal, Profile, RankSummary, Spread, UnwindStats, ALLOC_KINDS};
 
 use crate::contexts::{alloc_tree, Context, ContextList};
-use crate::focus::{Focus, FocusSums};
+use crate::focus::Focus;
 use crate::h5layout::rank_count;
 use crate::mpi_internal::MpiOwn;
+use crate::sums::ContextSums;
 
 /// Counters per event of unwinding, `None` when there were no events.
 fn per_event(n: u64, events: u64) -> Option<f64> {
@@ -189,7 +190,7 @@ fn focus_json(p: &Profile, list: &ContextList, focus: Option<&Focus>) -> Value {
     let Some(f) = focus else {
         return Value::Null;
     };
-    let sums = FocusSums::of(&list.contexts);
+    let sums = ContextSums::of(&list.contexts);
     let tree = alloc_tree(p);
     json!({
         "texts": f.texts(),

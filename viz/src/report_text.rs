@@ -5,11 +5,14 @@ use std::fmt::Write as _;
 
 use wmhcct_format::{Profile, RankSummary};
 
+use crate::cli::Group;
 use crate::contexts::{alloc_tree, Context, ContextList, SortKey, StackFrame};
-use crate::focus::{Focus, FocusSums};
+use crate::focus::Focus;
 use crate::h5layout::rank_count;
 use crate::mpi_internal::MpiOwn;
 use crate::repeats::runs_by;
+use crate::sites;
+use crate::sums::ContextSums;
 
 /// Source lines that stand for several call sites among the report's
 /// contexts: the compiler made several calls of one line (a branch's
@@ -93,6 +96,7 @@ pub fn render(
     list: &ContextList,
     top: usize,
     by: SortKey,
+    group: Group,
     mpi_internal: bool,
     focus: Option<&Focus>,
 ) -> String {
@@ -206,29 +210,39 @@ pub fn render(
         .filter(|c| by.value(c) > 0 || !by.lists_only_some())
         .filter(|c| !(skip_mpi_own && c.inside_mpi.is_some()))
         .collect();
-    let shown = listed.len().min(top);
-    let n = listed.len();
+    let sites = (group != Group::Context).then(|| sites::of(listed.iter().copied(), group, by));
+    let (what, n) = match &sites {
+        Some(v) => (sites::noun(group), v.len()),
+        None => ("contexts", listed.len()),
+    };
+    let shown = n.min(top);
     let _ = match by {
-        SortKey::Count => writeln!(s, "\ntop {shown} of {n} contexts{through} by count:"),
+        SortKey::Count => writeln!(s, "\ntop {shown} of {n} {what}{through} by count:"),
         SortKey::Bytes => writeln!(
             s,
-            "\ntop {shown} of {n} contexts{through} by bytes allocated:"
+            "\ntop {shown} of {n} {what}{through} by bytes allocated:"
         ),
         SortKey::Leaked => writeln!(
             s,
-            "\ntop {shown} of {n} contexts{through} that leaked (of {all}), by bytes leaked:"
+            "\ntop {shown} of {n} {what}{through} that leaked (of {all} contexts), by bytes \
+             leaked:"
         ),
         SortKey::Peak => writeln!(
             s,
-            "\ntop {shown} of {n} contexts{through} with bytes live at the heap's peak \
-             (of {all}), by those bytes:"
+            "\ntop {shown} of {n} {what}{through} with bytes live at the heap's peak \
+             (of {all} contexts), by those bytes:"
         ),
     };
     let nranks = rank_count(p);
     let alike = AlikeLines::of(list.contexts.iter().chain(&list.mpi));
     let mut marked = false;
-    for (i, ctx) in listed.into_iter().take(top).enumerate() {
-        marked |= context(&mut s, i + 1, ctx, nranks, &alike, false);
+    match &sites {
+        Some(v) => sites::write_text(&mut s, v, top),
+        None => {
+            for (i, ctx) in listed.into_iter().take(top).enumerate() {
+                marked |= context(&mut s, i + 1, ctx, nranks, &alike, false);
+            }
+        }
     }
     let skipped = MpiOwn::by(&list.contexts, by);
     if skip_mpi_own && skipped.contexts > 0 {
@@ -316,7 +330,7 @@ pub fn render(
 /// mode, and otherwise the hot ones (the contexts under the threshold are
 /// not in the report).
 fn focus_lines(s: &mut String, p: &Profile, list: &ContextList, f: &Focus, end: &str) {
-    let sums = FocusSums::of(&list.contexts);
+    let sums = ContextSums::of(&list.contexts);
     let (all_count, all_bytes) = alloc_tree(p).map_or((0, 0), |t| (t.total_count, t.total_bytes));
     let share = |part: u64, all: u64| match all {
         0 => String::new(),
@@ -542,7 +556,7 @@ fn max_over_mean(values: impl Iterator<Item = u64>) -> Option<f64> {
 
 /// ` (±shown)` for a Space-Saving error bound `e` shown as `shown`;
 /// nothing when it is 0 (exact).
-fn plus_minus(e: u64, shown: String) -> String {
+pub fn plus_minus(e: u64, shown: String) -> String {
     match e {
         0 => String::new(),
         _ => format!(" (±{shown})"),

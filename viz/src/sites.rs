@@ -1,0 +1,327 @@
+//! `report --group function|line`: the contexts summed by where they
+//! allocate. A context's site is the frame that names it in the plots
+//! (`label.rs`): its innermost frame that is not an allocator wrapper
+//! (`xmalloc`, `operator new`, `strdup` …), C++ allocator internals
+//! (`std::`) or the C library. So a helper that every part of a program
+//! calls to allocate is not the answer; the functions, or source lines,
+//! that call it are, whatever called them.
+
+use std::collections::HashMap;
+use std::fmt::Write as _;
+
+use serde_json::{json, Value};
+
+use crate::cli::{Group, SortKey};
+use crate::contexts::{Context, StackFrame};
+use crate::label::labelled_frame;
+use crate::report_text::{human_bytes, plus_minus};
+use crate::stacks::frame_name;
+use crate::sums::ContextSums;
+
+/// One allocating function or source line, with its contexts' sums.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Site {
+    /// The function (as [`frame_name`]) and its module.
+    pub function: String,
+    pub module: String,
+    /// Its source file; with [`Group::Line`], the line, or without line
+    /// information the module-relative address of the call (0 otherwise).
+    pub file: String,
+    pub line: u32,
+    pub address: u64,
+    pub sums: ContextSums,
+}
+
+impl Site {
+    fn at(f: &StackFrame, group: Group) -> Site {
+        let by_line = group == Group::Line;
+        Site {
+            function: frame_name(f),
+            module: f.module.clone(),
+            file: f.file.clone(),
+            line: if by_line { f.line } else { 0 },
+            address: if by_line && f.line == 0 { f.address } else { 0 },
+            sums: ContextSums::default(),
+        }
+    }
+
+    /// A context with no frames, under its allocator's name.
+    fn unknown(kind: &str) -> Site {
+        Site {
+            function: format!("[{kind}]"),
+            module: String::new(),
+            file: String::new(),
+            line: 0,
+            address: 0,
+            sums: ContextSums::default(),
+        }
+    }
+}
+
+/// The sites of `contexts` summed, ordered by `by` (then count, bytes and
+/// name). `group` is `Function` or `Line` ([`Group::Context`] groups
+/// nothing: each context is its own site at its innermost frame).
+pub fn of<'a>(
+    contexts: impl IntoIterator<Item = &'a Context>,
+    group: Group,
+    by: SortKey,
+) -> Vec<Site> {
+    let mut index: HashMap<(String, String, String, u32, u64), usize> = HashMap::new();
+    let mut sites: Vec<Site> = Vec::new();
+    for c in contexts {
+        let site = match labelled_frame(&c.stack) {
+            Some(k) => Site::at(&c.stack[k], group),
+            None => Site::unknown(&c.kind),
+        };
+        // A function's file is what its first context's frame says.
+        let file = if group == Group::Line {
+            site.file.clone()
+        } else {
+            String::new()
+        };
+        let key = (
+            site.function.clone(),
+            site.module.clone(),
+            file,
+            site.line,
+            match group {
+                Group::Context => sites.len() as u64,
+                _ => site.address,
+            },
+        );
+        let i = *index.entry(key).or_insert_with(|| {
+            sites.push(site);
+            sites.len() - 1
+        });
+        sites[i].sums.add(c);
+    }
+    sites.sort_by(|a, b| {
+        b.sums
+            .value(by)
+            .cmp(&a.sums.value(by))
+            .then(b.sums.count.cmp(&a.sums.count))
+            .then(b.sums.bytes.cmp(&a.sums.bytes))
+            .then(a.function.cmp(&b.function))
+            .then(a.line.cmp(&b.line))
+    });
+    sites
+}
+
+/// "allocating functions" or "allocating lines".
+pub fn noun(group: Group) -> &'static str {
+    match group {
+        Group::Line => "allocating lines",
+        _ => "allocating functions",
+    }
+}
+
+/// The text list: `sites` (those the list shows, already ordered) as
+/// `#1 function (file:line) [module]` with their sums.
+pub fn write_text(s: &mut String, sites: &[Site], top: usize) {
+    let _ = writeln!(
+        s,
+        "(a context's site: its innermost frame that is not an allocator wrapper or \
+         library internals; sums over its contexts)"
+    );
+    for (i, site) in sites.iter().take(top).enumerate() {
+        let loc = match (site.file.is_empty(), site.line, site.address) {
+            (true, _, 0) => String::new(),
+            (true, _, a) => format!(" ({a:#x})"),
+            (false, 0, _) => format!(" ({})", site.file),
+            (false, l, _) => format!(" ({}:{l})", site.file),
+        };
+        let module = if site.module.is_empty() {
+            "?"
+        } else {
+            &site.module
+        };
+        let m = &site.sums;
+        let _ = writeln!(
+            s,
+            "\n#{} {}{loc} [{module}]\n    count {}{}  bytes {}{}  leaked {}  at-peak {}  in {} context{}",
+            i + 1,
+            site.function,
+            m.count,
+            plus_minus(m.count_err, m.count_err.to_string()),
+            human_bytes(m.bytes),
+            plus_minus(m.bytes_err, human_bytes(m.bytes_err)),
+            human_bytes(m.leaked_bytes),
+            human_bytes(m.peak_live_bytes),
+            m.contexts,
+            if m.contexts == 1 { "" } else { "s" },
+        );
+    }
+}
+
+/// The JSON `sites` object: how they are grouped and the first `top`.
+pub fn json(sites: &[Site], group: Group, top: usize) -> Value {
+    let list: Vec<Value> = sites
+        .iter()
+        .take(top)
+        .map(|site| {
+            let m = &site.sums;
+            json!({
+                "function": site.function,
+                "file": site.file,
+                "line": site.line,
+                "module": site.module,
+                "address": site.address,
+                "contexts": m.contexts,
+                "count": m.count,
+                "count_err": m.count_err,
+                "bytes": m.bytes,
+                "bytes_err": m.bytes_err,
+                "leaked_bytes": m.leaked_bytes,
+                "peak_live_bytes": m.peak_live_bytes,
+            })
+        })
+        .collect();
+    json!({
+        "group": match group {
+            Group::Context => "context",
+            Group::Function => "function",
+            Group::Line => "line",
+        },
+        "count": sites.len(),
+        "list": list,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn frame(function: &str, line: u32, address: u64) -> StackFrame {
+        StackFrame {
+            function: function.into(),
+            file: if line == 0 {
+                String::new()
+            } else {
+                "/src/app.c".into()
+            },
+            line,
+            module: "/bin/app".into(),
+            address,
+        }
+    }
+
+    fn context(count: u64, bytes: u64, leaked: u64, stack: Vec<StackFrame>) -> Context {
+        Context {
+            count,
+            bytes,
+            leaked_bytes: leaked,
+            ..Context::of_stack("malloc", stack)
+        }
+    }
+
+    /// grid() allocates through xmalloc on lines 10 and 20, from two
+    /// callers on line 10; input() on line 30; helper() without line
+    /// information at two addresses.
+    fn program() -> Vec<Context> {
+        let xmalloc = || frame("xmalloc", 3, 0x100);
+        vec![
+            context(
+                4,
+                400,
+                0,
+                vec![
+                    xmalloc(),
+                    frame("grid", 10, 0x200),
+                    frame("setup", 5, 0x300),
+                ],
+            ),
+            context(
+                3,
+                300,
+                0,
+                vec![xmalloc(), frame("grid", 10, 0x200), frame("main", 7, 0x400)],
+            ),
+            context(2, 2000, 0, vec![xmalloc(), frame("grid", 20, 0x210)]),
+            context(5, 50, 50, vec![frame("input", 30, 0x500)]),
+            context(1, 8, 0, vec![frame("helper", 0, 0x600)]),
+            context(1, 8, 8, vec![frame("helper", 0, 0x608)]),
+            context(1, 1, 0, vec![]),
+        ]
+    }
+
+    fn names(sites: &[Site]) -> Vec<(String, u32, u64, usize, u64)> {
+        sites
+            .iter()
+            .map(|s| {
+                (
+                    s.function.clone(),
+                    s.line,
+                    s.address,
+                    s.sums.contexts,
+                    s.sums.count,
+                )
+            })
+            .collect()
+    }
+
+    #[test]
+    fn functions_sum_their_contexts_past_the_wrappers() {
+        let p = program();
+        let by_count = of(&p, Group::Function, SortKey::Count);
+        assert_eq!(
+            names(&by_count),
+            [
+                ("grid".to_string(), 0, 0, 3, 9),
+                ("input".to_string(), 0, 0, 1, 5),
+                ("helper".to_string(), 0, 0, 2, 2),
+                ("[malloc]".to_string(), 0, 0, 1, 1),
+            ]
+        );
+        assert_eq!(by_count[0].file, "/src/app.c");
+        assert_eq!(by_count[0].sums.bytes, 2700);
+        let by_leaked = of(&p, Group::Function, SortKey::Leaked);
+        assert_eq!(by_leaked[0].function, "input");
+        assert_eq!(by_leaked[1].function, "helper");
+    }
+
+    #[test]
+    fn lines_split_a_function_by_call_site() {
+        let p = program();
+        assert_eq!(
+            names(&of(&p, Group::Line, SortKey::Count)),
+            [
+                ("grid".to_string(), 10, 0, 2, 7),
+                ("input".to_string(), 30, 0, 1, 5),
+                ("grid".to_string(), 20, 0, 1, 2),
+                ("helper".to_string(), 0, 0x600, 1, 1),
+                ("helper".to_string(), 0, 0x608, 1, 1),
+                ("[malloc]".to_string(), 0, 0, 1, 1),
+            ]
+        );
+        let by_bytes = of(&p, Group::Line, SortKey::Bytes);
+        assert_eq!(
+            (by_bytes[0].function.as_str(), by_bytes[0].line),
+            ("grid", 20)
+        );
+        // Context: every context its own site.
+        assert_eq!(of(&p, Group::Context, SortKey::Count).len(), p.len());
+    }
+
+    #[test]
+    fn text_and_json_give_the_sums() {
+        let p = program();
+        let sites = of(&p, Group::Line, SortKey::Count);
+        let mut s = String::new();
+        write_text(&mut s, &sites, 5);
+        assert!(
+            s.contains("\n#1 grid (/src/app.c:10) [/bin/app]\n    count 7  bytes 700 B  leaked 0 B  at-peak 0 B  in 2 contexts\n"),
+            "{s}"
+        );
+        assert!(s.contains("\n#4 helper (0x600) [/bin/app]\n"), "{s}");
+        assert!(!s.contains("#6"), "top 5: {s}");
+        let mut all = String::new();
+        write_text(&mut all, &sites, 10);
+        assert!(all.contains("\n#6 [malloc] [?]\n"), "{all}");
+        let v = json(&sites, Group::Line, 2);
+        assert_eq!(v["group"], "line");
+        assert_eq!(v["count"], 6);
+        assert_eq!(v["list"].as_array().unwrap().len(), 2);
+        assert_eq!(v["list"][0]["contexts"], 2);
+        assert_eq!(v["list"][1]["leaked_bytes"], 50);
+    }
+}
