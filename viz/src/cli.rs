@@ -228,7 +228,8 @@ pub struct MergeArgs {
 pub struct ReportArgs {
     /// An HDF5 report or a raw profile.
     pub file: PathBuf,
-    /// Number of contexts to list (default: 20 for text, all for JSON).
+    /// Number of contexts (or, with --group, functions or lines) to list
+    /// (default: 20 for text, all for JSON).
     #[arg(long)]
     pub top: Option<usize>,
     /// Machine-readable JSON on stdout.
