@@ -216,6 +216,10 @@ pub fn render(
         None => ("contexts", listed.len()),
     };
     let shown = n.min(top);
+    let of_all = match &sites {
+        Some(_) => format!("{all} contexts"),
+        None => all.to_string(),
+    };
     let _ = match by {
         SortKey::Count => writeln!(s, "\ntop {shown} of {n} {what}{through} by count:"),
         SortKey::Bytes => writeln!(
@@ -224,13 +228,12 @@ pub fn render(
         ),
         SortKey::Leaked => writeln!(
             s,
-            "\ntop {shown} of {n} {what}{through} that leaked (of {all} contexts), by bytes \
-             leaked:"
+            "\ntop {shown} of {n} {what}{through} that leaked (of {of_all}), by bytes leaked:"
         ),
         SortKey::Peak => writeln!(
             s,
             "\ntop {shown} of {n} {what}{through} with bytes live at the heap's peak \
-             (of {all} contexts), by those bytes:"
+             (of {of_all}), by those bytes:"
         ),
     };
     let nranks = rank_count(p);
