@@ -9,12 +9,18 @@
 //   fill_vector: a std::vector<long> grown by 1000 push_backs -> operator
 //                new under std:: frames; the site is fill_vector
 // Writes with write(2), so stdio's buffer is no allocation of its own.
+// -DGRID_SMALL=N makes build_grid's first line allocate N times instead
+// (`wmhcct diff --group`).
 #include <cstdlib>
 #include <cstring>
 #include <vector>
 #include <unistd.h>
 
 #define NOIPA __attribute__((noinline, noclone))
+
+#ifndef GRID_SMALL
+#define GRID_SMALL 10
+#endif
 
 static volatile long sink;
 
@@ -25,7 +31,7 @@ NOIPA static void *xmalloc(size_t n) {
 }
 
 NOIPA static void build_grid() {
-    for (int i = 0; i < 10; i++) {
+    for (int i = 0; i < GRID_SMALL; i++) {
         char *p = static_cast<char *>(xmalloc(64));
         p[0] = static_cast<char>(i);
         sink += p[0];

@@ -930,3 +930,69 @@ fn group_sums_the_contexts_by_allocating_function_or_line() {
         "{svg}"
     );
 }
+
+/// `wmhcct diff --group function|line`: two builds of alloc_sites.cpp, B's
+/// build_grid allocating 20 times instead of 10 on its first line: one
+/// function changed (15 → 25 calls), and one of its two lines (10 → 20).
+#[test]
+fn diff_group_compares_allocating_functions_and_lines() {
+    let w = WorkDir::new("cli-diff-group");
+    let report = |name: &str, extra: &[&str]| -> String {
+        let dir = w.join(name);
+        std::fs::create_dir(&dir).unwrap();
+        let exe = compile("alloc_sites.cpp", &dir, Opt::Debug, extra);
+        let h5 = w.join(format!("{name}.h5"));
+        let out = run_traced(&exe, &[] as &[&str], &dir, &h5, &[("WMHCCT_EXACT", "1")]);
+        assert_eq!(out.code, 0, "{}", out.describe());
+        h5.to_string_lossy().into_owned()
+    };
+    let (a, b) = (report("a", &[]), report("b", &["-DGRID_SMALL=20"]));
+    let diff = |args: &[&str]| -> Value {
+        let mut all = vec!["diff", a.as_str(), b.as_str(), "--json"];
+        all.extend_from_slice(args);
+        let r = run_plain(bin(), &all, &w.path);
+        assert_eq!(r.code, 0, "{args:?}: {}", r.describe());
+        serde_json::from_str(&r.stdout).unwrap()
+    };
+    let functions = diff(&["--group", "function"]);
+    assert_eq!(functions["group"], "function");
+    assert_eq!(functions["changed_sites"], 1, "{functions}");
+    assert!(u64_of(&functions["matched_sites"]) >= 3, "{functions}");
+    let f = &functions["sites"][0];
+    assert_eq!(f["stack"][0], "build_grid", "{f}");
+    assert_eq!((u64_of(&f["count_a"]), u64_of(&f["count_b"])), (15, 25));
+    assert_eq!(
+        (u64_of(&f["bytes_a"]), u64_of(&f["bytes_b"])),
+        (10 * 64 + 5 * 128, 20 * 64 + 5 * 128)
+    );
+
+    let lines = diff(&["--group", "line"]);
+    assert_eq!(lines["changed_sites"], 1, "{lines}");
+    let l = &lines["sites"][0];
+    assert!(
+        l["stack"][0].as_str().unwrap().starts_with("build_grid:"),
+        "{l}"
+    );
+    assert_eq!((u64_of(&l["count_a"]), u64_of(&l["count_b"])), (10, 20));
+    // Its other line matched, unchanged.
+    assert_eq!(
+        u64_of(&lines["matched_sites"]),
+        u64_of(&functions["matched_sites"]) + 1,
+        "{lines}"
+    );
+    // Without --group, as before.
+    let contexts = diff(&[]);
+    assert_eq!(contexts["group"], "context");
+    assert!(contexts["contexts"].is_array() && contexts["sites"].is_null());
+
+    let r = run_plain(bin(), &["diff", &a, &b, "--group", "function"], &w.path);
+    assert_eq!(r.code, 0, "{}", r.describe());
+    assert!(
+        r.stdout.contains("\n1 allocating functions changed (")
+            && r.stdout.contains(
+                "  build_grid (alloc_sites-O0) [malloc]\n      bytes 1.2 KiB → 1.9 KiB, calls 15 → 25\n"
+            ),
+        "{}",
+        r.stdout
+    );
+}

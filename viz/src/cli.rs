@@ -133,12 +133,17 @@ pub struct DiffArgs {
     pub a: PathBuf,
     /// The report compared with it.
     pub b: PathBuf,
-    /// Changed contexts to list.
+    /// Changed contexts (or, with --group, functions or lines) to list.
     #[arg(long, default_value_t = 20)]
     pub top: usize,
     /// Machine-readable JSON on stdout.
     #[arg(long)]
     pub json: bool,
+    /// Compare each calling context (matched by its stack's function
+    /// names), or the contexts summed by the function or source line that
+    /// allocates, as `report --group` (matched by function name, and line).
+    #[arg(long, value_enum, default_value = "context")]
+    pub group: Group,
     #[command(flatten)]
     pub select: FocusArgs,
 }

@@ -10,7 +10,7 @@ use anyhow::{Context as _, Result};
 use serde_json::{json, Value};
 use wmhcct_format::Profile;
 
-use crate::cli::DiffArgs;
+use crate::cli::{DiffArgs, Group};
 use crate::contexts::StackFrame;
 use crate::focus::Focus;
 use crate::h5layout::rank_count;
@@ -18,6 +18,7 @@ use crate::input::load;
 use crate::label::short_label;
 use crate::repeats::runs_by;
 use crate::report_text::{human_bytes, peak_rank, up_to_main};
+use crate::sites;
 use crate::stacks::all_stacks;
 use crate::symbolize::Symbols;
 
@@ -50,26 +51,43 @@ struct Side {
     bytes: u64,
 }
 
-/// The contexts of `p` by symbolised stack, those through `focus` only.
-fn by_stack(p: &Profile, syms: &Symbols, focus: Option<&Focus>) -> HashMap<String, Side> {
+/// The contexts of `p` by symbolised stack, those through `focus` only;
+/// with `group`, summed by allocating function or line
+/// ([`sites::site_name`]), whose `stack` is that name alone and whose
+/// `kind` lists the allocators called there.
+fn by_stack(
+    p: &Profile,
+    syms: &Symbols,
+    focus: Option<&Focus>,
+    group: Group,
+) -> HashMap<String, Side> {
     let mut m: HashMap<String, Side> = HashMap::new();
     for s in all_stacks(p, syms) {
         if focus.is_some_and(|f| !f.matches(&s.frames)) {
             continue;
         }
-        let key = s.names().join(";");
         let innermost: Vec<StackFrame> = s.frames.iter().rev().cloned().collect();
+        let (key, stack, label) = match group {
+            Group::Context => {
+                let names = s.names();
+                let stack = names[..names.len() - 1].iter().rev().cloned().collect();
+                (names.join(";"), stack, short_label(&innermost, &s.kind, 60))
+            }
+            _ => {
+                let (name, label) = sites::site_name(&innermost, &s.kind, group);
+                (name.clone(), vec![name], label)
+            }
+        };
         let e = m.entry(key).or_insert_with(|| Side {
             kind: s.kind.clone(),
-            stack: s.names()[..s.names().len() - 1]
-                .iter()
-                .rev()
-                .cloned()
-                .collect(),
-            label: short_label(&innermost, &s.kind, 60),
+            stack,
+            label,
             count: 0,
             bytes: 0,
         });
+        if !e.kind.split(',').any(|k| k == s.kind) {
+            e.kind = format!("{},{}", e.kind, s.kind);
+        }
         e.count = e.count.saturating_add(s.count);
         e.bytes = e.bytes.saturating_add(s.bytes);
     }
@@ -84,8 +102,9 @@ pub struct FocusPair<'a> {
     pub bytes: (u64, u64),
 }
 
-/// Every context present in either report (through `focus`, if any) with
-/// a different count or bytes, largest byte change first (then count
+/// Every context (with `group`, every allocating function or line) present
+/// in either report (through `focus`, if any) with a different count or
+/// bytes, largest byte change first (then count
 /// change); how many were matched; and the focus's sums.
 pub fn changes<'f>(
     a: &Profile,
@@ -93,9 +112,10 @@ pub fn changes<'f>(
     b: &Profile,
     sb: &Symbols,
     focus: Option<&'f Focus>,
+    group: Group,
 ) -> (Vec<Change>, usize, Option<FocusPair<'f>>) {
-    let ma = by_stack(a, sa, focus);
-    let mut mb = by_stack(b, sb, focus);
+    let ma = by_stack(a, sa, focus, group);
+    let mut mb = by_stack(b, sb, focus, group);
     let sum = |m: &HashMap<String, Side>| {
         m.values().fold((0u64, 0u64), |(c, by), s| {
             (c.saturating_add(s.count), by.saturating_add(s.bytes))
@@ -194,7 +214,13 @@ pub fn run(args: &DiffArgs) -> Result<()> {
     let b = load(&args.b).with_context(|| args.b.display().to_string())?;
     let (pa, pb) = (&a.profile, &b.profile);
     let focus = args.select.focus();
-    let (list, matched, focus) = changes(pa, &a.symbols, pb, &b.symbols, focus.as_ref());
+    let (list, matched, focus) =
+        changes(pa, &a.symbols, pb, &b.symbols, focus.as_ref(), args.group);
+    // What the list holds, in the JSON's keys.
+    let (matched_key, changed_key, list_key) = match args.group {
+        Group::Context => ("matched_contexts", "changed_contexts", "contexts"),
+        _ => ("matched_sites", "changed_sites", "sites"),
+    };
     let tot = totals(pa, pb);
     let text = if args.json {
         let side = |path: &std::path::Path, p: &Profile| {
@@ -208,7 +234,7 @@ pub fn run(args: &DiffArgs) -> Result<()> {
                 "duration_s": p.meta.end_unix_ns.saturating_sub(p.meta.start_unix_ns) as f64 / 1e9,
             })
         };
-        let v = json!({
+        let mut v = json!({
             "a": side(&args.a, pa),
             "b": side(&args.b, pb),
             "peak_bytes_delta": pb.heap.peak_bytes as i128 - pa.heap.peak_bytes as i128,
@@ -222,9 +248,14 @@ pub fn run(args: &DiffArgs) -> Result<()> {
                 "count_a": f.count.0, "count_b": f.count.1,
                 "bytes_a": f.bytes.0, "bytes_b": f.bytes.1,
             })),
-            "matched_contexts": matched,
-            "changed_contexts": list.len(),
-            "contexts": list.iter().take(args.top).map(|c| json!({
+            "group": group_name(args.group),
+        });
+        v[matched_key] = json!(matched);
+        v[changed_key] = json!(list.len());
+        v[list_key] = json!(list
+            .iter()
+            .take(args.top)
+            .map(|c| json!({
                 "kind": c.kind,
                 "label": c.label,
                 "stack": c.stack,
@@ -232,8 +263,8 @@ pub fn run(args: &DiffArgs) -> Result<()> {
                 "count_delta": c.count_delta() as i64,
                 "bytes_a": c.bytes.0, "bytes_b": c.bytes.1,
                 "bytes_delta": c.bytes_delta() as i64,
-            })).collect::<Vec<Value>>(),
-        });
+            }))
+            .collect::<Vec<Value>>());
         let mut s = serde_json::to_string_pretty(&v).context("encoding JSON")?;
         s.push('\n');
         s
@@ -318,16 +349,21 @@ fn render_text(
             signed_bytes(f.bytes.1 as i128 - f.bytes.0 as i128)
         );
     }
+    let (what, by) = match args.group {
+        Group::Context => ("contexts", "stack"),
+        group => (sites::noun(group), "name"),
+    };
     if list.is_empty() {
         let _ = writeln!(
             s,
-            "\nno context{through} changed ({matched} contexts matched by stack)"
+            "\nno {}{through} changed ({matched} {what} matched by {by})",
+            what.trim_end_matches('s')
         );
         return s;
     }
     let _ = writeln!(
         s,
-        "\n{} contexts{through} changed ({matched} matched by stack); the {} largest changes:",
+        "\n{} {what}{through} changed ({matched} matched by {by}); the {} largest changes:",
         list.len(),
         list.len().min(args.top)
     );
@@ -340,22 +376,38 @@ fn render_text(
             c.label,
             c.kind
         );
+        // A context's stack up to `main`, as the report's text (the JSON
+        // keeps all); a site is its label.
+        let stack = match args.group {
+            Group::Context => format!(
+                "; {}",
+                folded(up_to_main(&c.stack, String::as_str))
+                    .into_iter()
+                    .take(6)
+                    .collect::<Vec<_>>()
+                    .join(" < ")
+            ),
+            _ => String::new(),
+        };
         let _ = writeln!(
             s,
-            "      bytes {} → {}, calls {} → {}; {}",
+            "      bytes {} → {}, calls {} → {}{stack}",
             human_bytes(c.bytes.0),
             human_bytes(c.bytes.1),
             c.count.0,
             c.count.1,
-            // Up to `main`, as the report's text (the JSON keeps all).
-            folded(up_to_main(&c.stack, String::as_str))
-                .into_iter()
-                .take(6)
-                .collect::<Vec<_>>()
-                .join(" < ")
         );
     }
     s
+}
+
+/// `--group`'s value as the JSON gives it.
+fn group_name(group: Group) -> &'static str {
+    match group {
+        Group::Context => "context",
+        Group::Function => "function",
+        Group::Line => "line",
+    }
 }
 
 /// Function names, innermost first, with each run of one name (a

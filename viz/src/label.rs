@@ -34,7 +34,7 @@ const WRAPPERS: [&str; 24] = [
 /// Module file names of libraries whose frames are never the answer.
 const SYSTEM_MODULES: [&str; 4] = ["libc.so", "libc-", "libstdc++", "libgfortran"];
 
-fn base(path: &str) -> &str {
+pub fn base(path: &str) -> &str {
     path.rsplit('/').next().unwrap_or(path)
 }
 
@@ -171,7 +171,7 @@ pub fn distinct_labels(contexts: &[(&[StackFrame], &str)], max: usize) -> Vec<St
     out.iter().map(|s| ellipsize(s, max)).collect()
 }
 
-fn join(f: &str, m: &str) -> String {
+pub fn join(f: &str, m: &str) -> String {
     if m.is_empty() {
         f.to_string()
     } else {
@@ -180,7 +180,7 @@ fn join(f: &str, m: &str) -> String {
 }
 
 /// `ns::f(int, double)` → `ns::f`; leaves `operator()` and templates alone.
-fn strip_args(f: &str) -> String {
+pub fn strip_args(f: &str) -> String {
     match f.rfind(')') {
         Some(end) if f.ends_with(')') || f.ends_with("const") => {
             // Find the '(' matching the final ')'.

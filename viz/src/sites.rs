@@ -13,7 +13,7 @@ use serde_json::{json, Value};
 
 use crate::cli::{Group, SortKey};
 use crate::contexts::{Context, StackFrame};
-use crate::label::labelled_frame;
+use crate::label::{base, ellipsize, join, labelled_frame, strip_args};
 use crate::report_text::{human_bytes, plus_minus};
 use crate::stacks::frame_name;
 use crate::sums::ContextSums;
@@ -105,6 +105,30 @@ pub fn of<'a>(
             .then(a.line.cmp(&b.line))
     });
     sites
+}
+
+/// How `diff --group` names the site of a context (`innermost`: its
+/// frames, innermost first) in either report: the function (as
+/// [`frame_name`]), with `:line` for [`Group::Line`] (`@0x…` without line
+/// information); and a short label with the module's file name. The key
+/// leaves the module out, as `diff` matches contexts by names: two builds
+/// of a program need not share a file name.
+pub fn site_name(innermost: &[StackFrame], kind: &str, group: Group) -> (String, String) {
+    let Some(f) = labelled_frame(innermost).map(|k| &innermost[k]) else {
+        let unknown = format!("[{kind}]");
+        return (unknown.clone(), unknown);
+    };
+    let function = frame_name(f);
+    let at = match (group, f.line) {
+        (Group::Line, 0) => format!("@{:#x}", f.address),
+        (Group::Line, l) => format!(":{l}"),
+        _ => String::new(),
+    };
+    let label = ellipsize(
+        &join(&format!("{}{at}", strip_args(&function)), base(&f.module)),
+        60,
+    );
+    (format!("{function}{at}"), label)
 }
 
 /// "allocating functions" or "allocating lines".
@@ -300,6 +324,25 @@ mod tests {
         );
         // Context: every context its own site.
         assert_eq!(of(&p, Group::Context, SortKey::Count).len(), p.len());
+    }
+
+    #[test]
+    fn a_site_is_named_without_its_module() {
+        let stack = [frame("xmalloc", 3, 0x100), frame("grid(int)", 10, 0x200)];
+        assert_eq!(
+            site_name(&stack, "malloc", Group::Function),
+            ("grid(int)".to_string(), "grid (app)".to_string())
+        );
+        assert_eq!(
+            site_name(&stack, "malloc", Group::Line),
+            ("grid(int):10".to_string(), "grid:10 (app)".to_string())
+        );
+        let no_lines = [frame("helper", 0, 0x600)];
+        assert_eq!(
+            site_name(&no_lines, "calloc", Group::Line).0,
+            "helper@0x600"
+        );
+        assert_eq!(site_name(&[], "calloc", Group::Line).0, "[calloc]");
     }
 
     #[test]
