@@ -11,6 +11,44 @@ fn report_fails_cleanly(file: &Path) {
     assert_cli_fails_cleanly(&["report", f, "--json"], file);
 }
 
+/// `src` built into `w/dir` (with `extra` compiler flags) and run traced
+/// in exact mode; the path of its report.
+fn exact_report(w: &WorkDir, src: &str, dir: &str, extra: &[&str]) -> String {
+    let at = w.join(dir);
+    std::fs::create_dir_all(&at).unwrap();
+    let exe = compile(src, &at, Opt::Debug, extra);
+    let h5 = w.join(format!("{dir}.h5"));
+    let out = run_traced(&exe, &[] as &[&str], &at, &h5, &[("WMHCCT_EXACT", "1")]);
+    assert_eq!(out.code, 0, "{}", out.describe());
+    h5.to_string_lossy().into_owned()
+}
+
+/// The standard output of `wmhcct ARGS`, which must succeed.
+fn wmhcct_out(w: &WorkDir, args: &[&str]) -> String {
+    let r = run_plain(bin(), args, &w.path);
+    assert_eq!(r.code, 0, "{args:?}: {}", r.describe());
+    r.stdout
+}
+
+/// The JSON `wmhcct ARGS` prints.
+fn wmhcct_json(w: &WorkDir, args: &[&str]) -> Value {
+    serde_json::from_str(&wmhcct_out(w, args)).unwrap()
+}
+
+/// `wmhcct plot H5 --format svg EXTRA` into `w/plots`: the hottest-contexts
+/// plot's SVG.
+fn contexts_svg(w: &WorkDir, h5: &str, extra: &[&str]) -> String {
+    let plots = w.join("plots");
+    let plots_s = plots.to_string_lossy().into_owned();
+    let args = [
+        &["plot", h5, "--out-dir", &plots_s, "--format", "svg"],
+        extra,
+    ]
+    .concat();
+    wmhcct_out(w, &args);
+    std::fs::read_to_string(plots.join("contexts.svg")).unwrap()
+}
+
 /// A real report, for the truncated-file case.
 fn real_report(w: &WorkDir) -> std::path::PathBuf {
     let exe = compile("exitcode.c", &w.path, Opt::Debug, &[]);
@@ -427,18 +465,8 @@ fn report_and_export_by_each_key() {
 #[test]
 fn focus_keeps_the_contexts_through_a_frame() {
     let w = WorkDir::new("cli-focus");
-    let exe = compile("sort_keys.c", &w.path, Opt::Debug, &[]);
-    let h5 = w.join("sk.h5");
-    let out = run_traced(&exe, &[] as &[&str], &w.path, &h5, &[("WMHCCT_EXACT", "1")]);
-    assert_eq!(out.code, 0, "{}", out.describe());
-    let h5_s = h5.to_string_lossy().into_owned();
-    let json = |args: &[&str]| -> Value {
-        let mut all = vec!["report", h5_s.as_str(), "--json"];
-        all.extend_from_slice(args);
-        let r = run_plain(bin(), &all, &w.path);
-        assert_eq!(r.code, 0, "{args:?}: {}", r.describe());
-        serde_json::from_str(&r.stdout).unwrap()
-    };
+    let h5_s = exact_report(&w, "sort_keys.c", "sk", &[]);
+    let json = |args: &[&str]| wmhcct_json(&w, &[&["report", &h5_s, "--json"], args].concat());
     let whole = json(&[]);
     assert!(whole["focus"].is_null(), "no focus: {}", whole["focus"]);
     let all_calls: u64 = ["malloc", "calloc", "realloc", "posix_memalign"]
@@ -473,12 +501,12 @@ fn focus_keeps_the_contexts_through_a_frame() {
     assert_eq!(u64_of(&file["focus"]["count"]), 1000 + 100 + 4 + 3);
     // A module's file name: the same, as the program calls no library that
     // allocates; its directory is no part of the name.
-    let module = exe.file_name().unwrap().to_string_lossy().into_owned();
+    // (`compile` names it after the source.)
     assert_eq!(
-        json(&["--focus", &module])["focus"]["count"],
+        json(&["--focus", "sort_keys-O0"])["focus"]["count"],
         file["focus"]["count"]
     );
-    let dir = w.path.to_string_lossy().into_owned();
+    let dir = w.join("sk").to_string_lossy().into_owned();
     assert_eq!(u64_of(&json(&["--focus", &dir])["focus"]["contexts"]), 0);
 
     // The text: the sums and the list's header name the focus.
@@ -540,24 +568,7 @@ fn focus_keeps_the_contexts_through_a_frame() {
     );
 
     // The hottest-contexts plot through the focus.
-    let plots = w.join("plots");
-    let plots_s = plots.to_string_lossy().into_owned();
-    let r = run_plain(
-        bin(),
-        &[
-            "plot",
-            &h5_s,
-            "--out-dir",
-            &plots_s,
-            "--format",
-            "svg",
-            "--focus",
-            "sk_churn",
-        ],
-        &w.path,
-    );
-    assert_eq!(r.code, 0, "{}", r.describe());
-    let svg = std::fs::read_to_string(plots.join("contexts.svg")).unwrap();
+    let svg = contexts_svg(&w, &h5_s, &["--focus", "sk_churn"]);
     assert!(
         svg.contains("Hottest allocation contexts through "),
         "{svg}"
@@ -581,18 +592,8 @@ fn focus_keeps_the_contexts_through_a_frame() {
 #[test]
 fn ignore_leaves_out_the_contexts_through_a_frame() {
     let w = WorkDir::new("cli-ignore");
-    let exe = compile("sort_keys.c", &w.path, Opt::Debug, &[]);
-    let h5 = w.join("sk.h5");
-    let out = run_traced(&exe, &[] as &[&str], &w.path, &h5, &[("WMHCCT_EXACT", "1")]);
-    assert_eq!(out.code, 0, "{}", out.describe());
-    let h5_s = h5.to_string_lossy().into_owned();
-    let json = |args: &[&str]| -> Value {
-        let mut all = vec!["report", h5_s.as_str(), "--json"];
-        all.extend_from_slice(args);
-        let r = run_plain(bin(), &all, &w.path);
-        assert_eq!(r.code, 0, "{args:?}: {}", r.describe());
-        serde_json::from_str(&r.stdout).unwrap()
-    };
+    let h5_s = exact_report(&w, "sort_keys.c", "sk", &[]);
+    let json = |args: &[&str]| wmhcct_json(&w, &[&["report", &h5_s, "--json"], args].concat());
     // Ignoring a text no frame names keeps every context.
     let every = json(&["--ignore", "no_frame_names_this"]);
     let whole = json(&[]);
@@ -694,24 +695,7 @@ fn ignore_leaves_out_the_contexts_through_a_frame() {
     }
 
     // The hottest-contexts plot names what it leaves out.
-    let plots = w.join("plots");
-    let plots_s = plots.to_string_lossy().into_owned();
-    let r = run_plain(
-        bin(),
-        &[
-            "plot",
-            &h5_s,
-            "--out-dir",
-            &plots_s,
-            "--format",
-            "svg",
-            "--ignore",
-            "sk_churn",
-        ],
-        &w.path,
-    );
-    assert_eq!(r.code, 0, "{}", r.describe());
-    let svg = std::fs::read_to_string(plots.join("contexts.svg")).unwrap();
+    let svg = contexts_svg(&w, &h5_s, &["--ignore", "sk_churn"]);
     assert!(
         svg.contains("Hottest allocation contexts not through "),
         "{svg}"
@@ -729,23 +713,9 @@ fn ignore_leaves_out_the_contexts_through_a_frame() {
 #[test]
 fn diff_focus_compares_the_contexts_through_a_frame() {
     let w = WorkDir::new("cli-diff-focus");
-    let report = |name: &str, extra: &[&str]| -> String {
-        let dir = w.join(name);
-        std::fs::create_dir(&dir).unwrap();
-        let exe = compile("sort_keys.c", &dir, Opt::Debug, extra);
-        let h5 = w.join(format!("{name}.h5"));
-        let out = run_traced(&exe, &[] as &[&str], &dir, &h5, &[("WMHCCT_EXACT", "1")]);
-        assert_eq!(out.code, 0, "{}", out.describe());
-        h5.to_string_lossy().into_owned()
-    };
-    let (a, b) = (report("a", &[]), report("b", &["-DCHURN=50"]));
-    let diff = |args: &[&str]| -> Value {
-        let mut all = vec!["diff", a.as_str(), b.as_str(), "--json"];
-        all.extend_from_slice(args);
-        let r = run_plain(bin(), &all, &w.path);
-        assert_eq!(r.code, 0, "{args:?}: {}", r.describe());
-        serde_json::from_str(&r.stdout).unwrap()
-    };
+    let a = exact_report(&w, "sort_keys.c", "a", &[]);
+    let b = exact_report(&w, "sort_keys.c", "b", &["-DCHURN=50"]);
+    let diff = |args: &[&str]| wmhcct_json(&w, &[&["diff", &a, &b, "--json"], args].concat());
     assert!(diff(&[])["focus"].is_null());
 
     let churn = diff(&["--focus", "sk_churn"]);
@@ -815,17 +785,9 @@ fn diff_focus_compares_the_contexts_through_a_frame() {
 #[test]
 fn group_sums_the_contexts_by_allocating_function_or_line() {
     let w = WorkDir::new("cli-group");
-    let exe = compile("alloc_sites.cpp", &w.path, Opt::Debug, &[]);
-    let h5 = w.join("as.h5");
-    let out = run_traced(&exe, &[] as &[&str], &w.path, &h5, &[("WMHCCT_EXACT", "1")]);
-    assert_eq!(out.code, 0, "{}", out.describe());
-    let h5_s = h5.to_string_lossy().into_owned();
+    let h5_s = exact_report(&w, "alloc_sites.cpp", "as", &[]);
     let sites = |args: &[&str]| -> Vec<Value> {
-        let mut all = vec!["report", h5_s.as_str(), "--json"];
-        all.extend_from_slice(args);
-        let r = run_plain(bin(), &all, &w.path);
-        assert_eq!(r.code, 0, "{args:?}: {}", r.describe());
-        let v: Value = serde_json::from_str(&r.stdout).unwrap();
+        let v = wmhcct_json(&w, &[&["report", &h5_s, "--json"], args].concat());
         assert_eq!(
             u64_of(&v["sites"]["count"]) as usize,
             v["sites"]["list"].as_array().unwrap().len(),
@@ -892,13 +854,7 @@ fn group_sums_the_contexts_by_allocating_function_or_line() {
     assert_eq!(u64_of(&focused[0]["count"]), 1);
 
     // The text.
-    let text = |args: &[&str]| -> String {
-        let mut all = vec!["report", h5_s.as_str()];
-        all.extend_from_slice(args);
-        let r = run_plain(bin(), &all, &w.path);
-        assert_eq!(r.code, 0, "{args:?}: {}", r.describe());
-        r.stdout
-    };
+    let text = |args: &[&str]| wmhcct_out(&w, &[&["report", &h5_s], args].concat());
     let t = text(&["--group", "function"]);
     assert!(t.contains(" allocating functions by count:\n"), "{t}");
     assert!(
@@ -916,15 +872,7 @@ fn group_sums_the_contexts_by_allocating_function_or_line() {
     );
 
     // The plot names the vector's context by fill_vector too.
-    let plots = w.join("plots");
-    let plots_s = plots.to_string_lossy().into_owned();
-    let r = run_plain(
-        bin(),
-        &["plot", &h5_s, "--out-dir", &plots_s, "--format", "svg"],
-        &w.path,
-    );
-    assert_eq!(r.code, 0, "{}", r.describe());
-    let svg = std::fs::read_to_string(plots.join("contexts.svg")).unwrap();
+    let svg = contexts_svg(&w, &h5_s, &[]);
     assert!(
         svg.contains("fill_vector (") && !svg.contains("_M_realloc_insert"),
         "{svg}"
@@ -937,23 +885,9 @@ fn group_sums_the_contexts_by_allocating_function_or_line() {
 #[test]
 fn diff_group_compares_allocating_functions_and_lines() {
     let w = WorkDir::new("cli-diff-group");
-    let report = |name: &str, extra: &[&str]| -> String {
-        let dir = w.join(name);
-        std::fs::create_dir(&dir).unwrap();
-        let exe = compile("alloc_sites.cpp", &dir, Opt::Debug, extra);
-        let h5 = w.join(format!("{name}.h5"));
-        let out = run_traced(&exe, &[] as &[&str], &dir, &h5, &[("WMHCCT_EXACT", "1")]);
-        assert_eq!(out.code, 0, "{}", out.describe());
-        h5.to_string_lossy().into_owned()
-    };
-    let (a, b) = (report("a", &[]), report("b", &["-DGRID_SMALL=20"]));
-    let diff = |args: &[&str]| -> Value {
-        let mut all = vec!["diff", a.as_str(), b.as_str(), "--json"];
-        all.extend_from_slice(args);
-        let r = run_plain(bin(), &all, &w.path);
-        assert_eq!(r.code, 0, "{args:?}: {}", r.describe());
-        serde_json::from_str(&r.stdout).unwrap()
-    };
+    let a = exact_report(&w, "alloc_sites.cpp", "a", &[]);
+    let b = exact_report(&w, "alloc_sites.cpp", "b", &["-DGRID_SMALL=20"]);
+    let diff = |args: &[&str]| wmhcct_json(&w, &[&["diff", &a, &b, "--json"], args].concat());
     let functions = diff(&["--group", "function"]);
     assert_eq!(functions["group"], "function");
     assert_eq!(functions["changed_sites"], 1, "{functions}");
