@@ -877,6 +877,21 @@ fn group_sums_the_contexts_by_allocating_function_or_line() {
         svg.contains("fill_vector (") && !svg.contains("_M_realloc_insert"),
         "{svg}"
     );
+    // Its bars by function: build_grid's two contexts one bar; by line,
+    // two bars told apart by their lines.
+    let svg = contexts_svg(&w, &h5_s, &["--group", "function"]);
+    assert!(svg.contains("Hottest allocating functions"), "{svg}");
+    assert!(
+        svg.contains("build_grid (") && !svg.contains("build_grid:"),
+        "{svg}"
+    );
+    let svg = contexts_svg(&w, &h5_s, &["--group", "line"]);
+    assert!(svg.contains("Hottest allocating lines"), "{svg}");
+    assert_eq!(
+        svg.matches("build_grid:").count(),
+        4,
+        "two lines, in both charts: {svg}"
+    );
 }
 
 /// `wmhcct diff --group function|line`: two builds of alloc_sites.cpp, B's

@@ -93,6 +93,11 @@ pub struct PlotArgs {
     /// as in `report`, with their sum under the bars.
     #[arg(long)]
     pub mpi_internal: bool,
+    /// The hottest-contexts plot shows the allocating functions or source
+    /// lines instead, each with the sums of its contexts (as `report
+    /// --group`).
+    #[arg(long, value_enum, default_value = "context")]
+    pub group: Group,
     #[command(flatten)]
     pub select: FocusArgs,
 }

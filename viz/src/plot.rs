@@ -7,11 +7,12 @@ use plotters::coord::Shift;
 use plotters::prelude::*;
 use wmhcct_format::Profile;
 
-use crate::cli::{PlotArgs, PlotFormat};
+use crate::cli::{Group, PlotArgs, PlotFormat};
 use crate::contexts::{contexts, ContextList, SortKey};
 use crate::focus::Focus;
 use crate::input::load;
 use crate::mpi_internal::MpiOwn;
+use crate::sites::Site;
 use crate::symbolize::Symbols;
 
 /// Size of every PNG and SVG plot, pixels.
@@ -30,6 +31,9 @@ pub struct Data {
     pub top: usize,
     /// `--focus`: `contexts` holds only the contexts through it.
     pub focus: Option<Focus>,
+    /// `--group`: `contexts` holds the allocating functions or lines, one
+    /// frame each, for the hottest-contexts plot.
+    pub group: Group,
 }
 
 /// One picture, drawable on any plotters backend.
@@ -99,6 +103,10 @@ pub fn run(args: &PlotArgs) -> Result<()> {
         );
         contexts.contexts.retain(|c| c.inside_mpi.is_none());
     }
+    if args.group != Group::Context {
+        let sites = crate::sites::of(&contexts.contexts, args.group, SortKey::Bytes);
+        contexts.contexts = sites.iter().map(Site::as_context).collect();
+    }
     let d = Data {
         profile: loaded.profile,
         symbols: loaded.symbols,
@@ -106,6 +114,7 @@ pub fn run(args: &PlotArgs) -> Result<()> {
         mpi_left_out,
         top: args.top.max(1),
         focus,
+        group: args.group,
     };
     let mut written = Vec::new();
     let mut skipped = Vec::new();

@@ -5,6 +5,7 @@ use anyhow::Result;
 use plotters::coord::Shift;
 use plotters::prelude::*;
 
+use crate::cli::Group;
 use crate::contexts::Context;
 use crate::label::distinct_labels;
 use crate::plot::{font, mib, pe, short_number, upper, Data, Plot};
@@ -25,9 +26,13 @@ impl Plot for Contexts {
     where
         DB::ErrorType: 'static,
     {
+        let noun = match d.group {
+            Group::Context => "allocation contexts",
+            g => crate::sites::noun(g),
+        };
         let what = match &d.focus {
-            Some(f) => format!("Hottest allocation contexts {}", f.brief()),
-            None => "Hottest allocation contexts".to_string(),
+            Some(f) => format!("Hottest {noun} {}", f.brief()),
+            None => format!("Hottest {noun}"),
         };
         let area = root
             .titled(&title(&d.profile, &what), font(22))

@@ -45,6 +45,32 @@ impl Site {
         }
     }
 
+    /// The site as a context of one frame, for the hottest-contexts plot
+    /// (`plot --group`): its label is the site's, made distinct by line
+    /// where a function has several.
+    pub fn as_context(&self) -> Context {
+        let m = &self.sums;
+        Context {
+            kind: String::new(),
+            count: m.count,
+            count_err: m.count_err,
+            bytes: m.bytes,
+            bytes_err: m.bytes_err,
+            leaked_bytes: m.leaked_bytes,
+            peak_live_bytes: m.peak_live_bytes,
+            spread: Default::default(),
+            stack: vec![StackFrame {
+                function: self.function.clone(),
+                file: self.file.clone(),
+                line: self.line,
+                module: self.module.clone(),
+                address: self.address,
+            }],
+            cut: false,
+            inside_mpi: None,
+        }
+    }
+
     /// A context with no frames, under its allocator's name.
     fn unknown(kind: &str) -> Site {
         Site {
