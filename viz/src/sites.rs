@@ -348,6 +348,13 @@ mod tests {
             (by_bytes[0].function.as_str(), by_bytes[0].line),
             ("grid", 20)
         );
+        // As a one-frame context for the plot: the sums and the call site.
+        let c = by_bytes[0].as_context();
+        assert_eq!((c.count, c.bytes, c.stack.len()), (2, 2000, 1));
+        assert_eq!(
+            (c.stack[0].function.as_str(), c.stack[0].line),
+            ("grid", 20)
+        );
         // Context: every context its own site.
         assert_eq!(of(&p, Group::Context, SortKey::Count).len(), p.len());
     }
