@@ -240,7 +240,7 @@ pub fn render(
     let alike = AlikeLines::of(list.contexts.iter().chain(&list.mpi));
     let mut marked = false;
     match &sites {
-        Some(v) => sites::write_text(&mut s, v, top),
+        Some(v) => sites::write_text(&mut s, v, top, (!p.config.exact).then_some(p.config.phi)),
         None => {
             for (i, ctx) in listed.into_iter().take(top).enumerate() {
                 marked |= context(&mut s, i + 1, ctx, nranks, &alike, false);

@@ -166,12 +166,21 @@ pub fn noun(group: Group) -> &'static str {
 }
 
 /// The text list: `sites` (those the list shows, already ordered) as
-/// `#1 function (file:line) [module]` with their sums.
-pub fn write_text(s: &mut String, sites: &[Site], top: usize) {
+/// `#1 function (file:line) [module]` with their sums. `phi`: the report
+/// keeps only the contexts above this hotness threshold (`None`: exact
+/// mode, every context).
+pub fn write_text(s: &mut String, sites: &[Site], top: usize, phi: Option<f64>) {
+    let over = match phi {
+        None => "its contexts".to_string(),
+        Some(phi) => format!(
+            "its contexts above the hotness threshold (phi {phi}; WMHCCT_EXACT=1 keeps every \
+             context)"
+        ),
+    };
     let _ = writeln!(
         s,
         "(a context's site: its innermost frame that is not an allocator wrapper or \
-         library internals; sums over its contexts)"
+         library internals; sums over {over})"
     );
     for (i, site) in sites.iter().take(top).enumerate() {
         let loc = match (site.file.is_empty(), site.line, site.address) {
@@ -383,7 +392,7 @@ mod tests {
         let p = program();
         let sites = of(&p, Group::Line, SortKey::Count);
         let mut s = String::new();
-        write_text(&mut s, &sites, 5);
+        write_text(&mut s, &sites, 5, None);
         assert!(
             s.contains("\n#1 grid (/src/app.c:10) [/bin/app]\n    count 7  bytes 700 B  leaked 0 B  at-peak 0 B  in 2 contexts\n"),
             "{s}"
@@ -391,8 +400,11 @@ mod tests {
         assert!(s.contains("\n#4 helper (0x600) [/bin/app]\n"), "{s}");
         assert!(!s.contains("#6"), "top 5: {s}");
         let mut all = String::new();
-        write_text(&mut all, &sites, 10);
+        write_text(&mut all, &sites, 10, Some(1e-4));
         assert!(all.contains("\n#6 [malloc] [?]\n"), "{all}");
+        assert!(
+            !s.contains("threshold") && all.contains("above the hotness threshold (phi 0.0001;")
+        );
         let v = json(&sites, Group::Line, 2);
         assert_eq!(v["group"], "line");
         assert_eq!(v["count"], 6);
