@@ -848,6 +848,16 @@ fn group_sums_the_contexts_by_allocating_function_or_line() {
     );
     assert_eq!(u64_of(&input_lines[0]["contexts"]), 2);
 
+    // By module: every context of the program in one entry (the C++
+    // library's frames are not its own), named by its file.
+    let modules = sites(&["--group", "module"]);
+    let program = &named(&modules, "alloc_sites-O0")[0];
+    assert_eq!(
+        (u64_of(&program["count"]), u64_of(&program["contexts"])),
+        (15 + 2 + 11, 2 + 2 + 1),
+        "{program}"
+    );
+
     // Through a focus: load_a's one call.
     let focused = sites(&["--group", "function", "--focus", "load_a"]);
     assert_eq!(focused.len(), 1, "{focused:?}");
@@ -928,6 +938,15 @@ fn diff_group_compares_allocating_functions_and_lines() {
         u64_of(&lines["matched_sites"]),
         u64_of(&functions["matched_sites"]) + 1,
         "{lines}"
+    );
+    // By module: the program's one module, the same change.
+    let modules = diff(&["--group", "module"]);
+    assert_eq!(modules["changed_sites"], 1, "{modules}");
+    let m = &modules["sites"][0];
+    assert_eq!(m["stack"][0], "alloc_sites-O0", "{m}");
+    assert_eq!(
+        (u64_of(&m["count_a"]), u64_of(&m["count_b"])),
+        (15 + 2 + 11, 25 + 2 + 11)
     );
     // Without --group, as before.
     let contexts = diff(&[]);

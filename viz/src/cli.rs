@@ -93,8 +93,8 @@ pub struct PlotArgs {
     /// as in `report`, with their sum under the bars.
     #[arg(long)]
     pub mpi_internal: bool,
-    /// The hottest-contexts plot shows the allocating functions or source
-    /// lines instead, each with the sums of its contexts (as `report
+    /// The hottest-contexts plot shows the allocating functions, source
+    /// lines or modules instead, each with the sums of its contexts (as `report
     /// --group`).
     #[arg(long, value_enum, default_value = "context")]
     pub group: Group,
@@ -138,15 +138,17 @@ pub struct DiffArgs {
     pub a: PathBuf,
     /// The report compared with it.
     pub b: PathBuf,
-    /// Changed contexts (or, with --group, functions or lines) to list.
+    /// Changed contexts (or, with --group, functions, lines or modules) to
+    /// list.
     #[arg(long, default_value_t = 20)]
     pub top: usize,
     /// Machine-readable JSON on stdout.
     #[arg(long)]
     pub json: bool,
     /// Compare each calling context (matched by its stack's function
-    /// names), or the contexts summed by the function or source line that
-    /// allocates, as `report --group` (matched by function name, and line).
+    /// names), or the contexts summed by the function, source line or
+    /// module that allocates, as `report --group` (matched by function
+    /// name, and line, or by the module's file name).
     #[arg(long, value_enum, default_value = "context")]
     pub group: Group,
     #[command(flatten)]
@@ -176,6 +178,21 @@ pub enum Group {
     /// Each allocating source line (call site), with the sums of its
     /// contexts.
     Line,
+    /// Each module (the program, or a library) whose code allocates, with
+    /// the sums of its contexts.
+    Module,
+}
+
+impl Group {
+    /// The value as given on the command line (and in the JSON).
+    pub fn name(self) -> &'static str {
+        match self {
+            Group::Context => "context",
+            Group::Function => "function",
+            Group::Line => "line",
+            Group::Module => "module",
+        }
+    }
 }
 
 #[derive(clap::Args, Debug)]
@@ -238,7 +255,7 @@ pub struct MergeArgs {
 pub struct ReportArgs {
     /// An HDF5 report or a raw profile.
     pub file: PathBuf,
-    /// Number of contexts (or, with --group, functions or lines) to list
+    /// Number of contexts (or, with --group, functions, lines or modules) to list
     /// (default: 20 for text, all for JSON).
     #[arg(long)]
     pub top: Option<usize>,
@@ -251,8 +268,8 @@ pub struct ReportArgs {
     pub by: SortKey,
     /// What the list sums: each calling context, or the contexts by where
     /// they allocate, their innermost frame that is not an allocator
-    /// wrapper or library internals (MPI call contexts stay listed one by
-    /// one).
+    /// wrapper or library internals: its function, line or module (MPI
+    /// call contexts stay listed one by one).
     #[arg(long, value_enum, default_value = "context")]
     pub group: Group,
     /// List the contexts allocated inside MPI calls too: the MPI library's

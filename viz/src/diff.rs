@@ -248,7 +248,7 @@ pub fn run(args: &DiffArgs) -> Result<()> {
                 "count_a": f.count.0, "count_b": f.count.1,
                 "bytes_a": f.bytes.0, "bytes_b": f.bytes.1,
             })),
-            "group": group_name(args.group),
+            "group": args.group.name(),
         });
         v[matched_key] = json!(matched);
         v[changed_key] = json!(list.len());
@@ -399,15 +399,6 @@ fn render_text(
         );
     }
     s
-}
-
-/// `--group`'s value as the JSON gives it.
-fn group_name(group: Group) -> &'static str {
-    match group {
-        Group::Context => "context",
-        Group::Function => "function",
-        Group::Line => "line",
-    }
 }
 
 /// Function names, innermost first, with each run of one name (a

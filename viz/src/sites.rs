@@ -1,5 +1,5 @@
-//! `report --group function|line`: the contexts summed by where they
-//! allocate. A context's site is the frame that names it in the plots
+//! `report --group function|line|module`: the contexts summed by where
+//! they allocate. A context's site is the frame that names it in the plots
 //! (`label.rs`): its innermost frame that is not an allocator wrapper
 //! (`xmalloc`, `operator new`, `strdup` …), C++ allocator internals
 //! (`std::`) or the C library. So a helper that every part of a program
@@ -18,10 +18,13 @@ use crate::report_text::{human_bytes, plus_minus};
 use crate::stacks::frame_name;
 use crate::sums::ContextSums;
 
-/// One allocating function or source line, with its contexts' sums.
+/// One allocating function, source line or module, with its contexts'
+/// sums.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Site {
-    /// The function (as [`frame_name`]) and its module.
+    pub group: Group,
+    /// The function (as [`frame_name`]; with [`Group::Module`], the
+    /// module's file name) and its module.
     pub function: String,
     pub module: String,
     /// Its source file; with [`Group::Line`], the line, or without line
@@ -35,10 +38,20 @@ pub struct Site {
 impl Site {
     fn at(f: &StackFrame, group: Group) -> Site {
         let by_line = group == Group::Line;
+        let by_module = group == Group::Module;
         Site {
-            function: frame_name(f),
+            group,
+            function: match (by_module, base(&f.module)) {
+                (true, "") => "?".to_string(),
+                (true, m) => m.to_string(),
+                (false, _) => frame_name(f),
+            },
             module: f.module.clone(),
-            file: f.file.clone(),
+            file: if by_module {
+                String::new()
+            } else {
+                f.file.clone()
+            },
             line: if by_line { f.line } else { 0 },
             address: if by_line && f.line == 0 { f.address } else { 0 },
             sums: ContextSums::default(),
@@ -63,7 +76,11 @@ impl Site {
                 function: self.function.clone(),
                 file: self.file.clone(),
                 line: self.line,
-                module: self.module.clone(),
+                // A module is its own name.
+                module: match self.group {
+                    Group::Module => String::new(),
+                    _ => self.module.clone(),
+                },
                 address: self.address,
             }],
             cut: false,
@@ -72,8 +89,9 @@ impl Site {
     }
 
     /// A context with no frames, under its allocator's name.
-    fn unknown(kind: &str) -> Site {
+    fn unknown(kind: &str, group: Group) -> Site {
         Site {
+            group,
             function: format!("[{kind}]"),
             module: String::new(),
             file: String::new(),
@@ -85,8 +103,8 @@ impl Site {
 }
 
 /// The sites of `contexts` summed, ordered by `by` (then count, bytes and
-/// name). `group` is `Function` or `Line` ([`Group::Context`] groups
-/// nothing: each context is its own site at its innermost frame).
+/// name). `group` is `Function`, `Line` or `Module` ([`Group::Context`]
+/// groups nothing: each context is its own site at its innermost frame).
 pub fn of<'a>(
     contexts: impl IntoIterator<Item = &'a Context>,
     group: Group,
@@ -97,7 +115,7 @@ pub fn of<'a>(
     for c in contexts {
         let site = match labelled_frame(&c.stack) {
             Some(k) => Site::at(&c.stack[k], group),
-            None => Site::unknown(&c.kind),
+            None => Site::unknown(&c.kind, group),
         };
         // A function's file is what its first context's frame says.
         let file = if group == Group::Line {
@@ -144,6 +162,11 @@ pub fn site_name(innermost: &[StackFrame], kind: &str, group: Group) -> (String,
         let unknown = format!("[{kind}]");
         return (unknown.clone(), unknown);
     };
+    if group == Group::Module {
+        let m = base(&f.module);
+        let m = if m.is_empty() { "?" } else { m };
+        return (m.to_string(), m.to_string());
+    }
     let function = frame_name(f);
     let at = match (group, f.line) {
         (Group::Line, 0) => format!("@{:#x}", f.address),
@@ -157,10 +180,11 @@ pub fn site_name(innermost: &[StackFrame], kind: &str, group: Group) -> (String,
     (format!("{function}{at}"), label)
 }
 
-/// "allocating functions" or "allocating lines".
+/// "allocating functions", "allocating lines" or "allocating modules".
 pub fn noun(group: Group) -> &'static str {
     match group {
         Group::Line => "allocating lines",
+        Group::Module => "allocating modules",
         _ => "allocating functions",
     }
 }
@@ -189,17 +213,21 @@ pub fn write_text(s: &mut String, sites: &[Site], top: usize, phi: Option<f64>) 
             (false, 0, _) => format!(" ({})", site.file),
             (false, l, _) => format!(" ({}:{l})", site.file),
         };
-        let module = if site.module.is_empty() {
-            "?"
-        } else {
-            &site.module
+        let module = match (site.group, site.module.is_empty()) {
+            // A module's heading is its path.
+            (Group::Module, _) => String::new(),
+            (_, true) => " [?]".to_string(),
+            (_, false) => format!(" [{}]", site.module),
+        };
+        let name = match (site.group, site.module.is_empty()) {
+            (Group::Module, false) => &site.module,
+            _ => &site.function,
         };
         let m = &site.sums;
         let _ = writeln!(
             s,
-            "\n#{} {}{loc} [{module}]\n    count {}{}  bytes {}{}  leaked {}  at-peak {}  in {} context{}",
+            "\n#{} {name}{loc}{module}\n    count {}{}  bytes {}{}  leaked {}  at-peak {}  in {} context{}",
             i + 1,
-            site.function,
             m.count,
             plus_minus(m.count_err, m.count_err.to_string()),
             human_bytes(m.bytes),
@@ -236,11 +264,7 @@ pub fn json(sites: &[Site], group: Group, top: usize) -> Value {
         })
         .collect();
     json!({
-        "group": match group {
-            Group::Context => "context",
-            Group::Function => "function",
-            Group::Line => "line",
-        },
+        "group": group.name(),
         "count": sites.len(),
         "list": list,
     })
@@ -366,6 +390,47 @@ mod tests {
         );
         // Context: every context its own site.
         assert_eq!(of(&p, Group::Context, SortKey::Count).len(), p.len());
+    }
+
+    #[test]
+    fn modules_sum_their_functions() {
+        let mut p = program();
+        p.push(context(
+            2,
+            20,
+            0,
+            vec![StackFrame {
+                module: "/usr/lib/libhdf5.so.103".into(),
+                ..frame("H5MM_malloc", 0, 0x9000)
+            }],
+        ));
+        let sites = of(&p, Group::Module, SortKey::Count);
+        assert_eq!(
+            names(&sites),
+            [
+                ("app".to_string(), 0, 0, 6, 16),
+                ("libhdf5.so.103".to_string(), 0, 0, 1, 2),
+                ("[malloc]".to_string(), 0, 0, 1, 1),
+            ]
+        );
+        let mut s = String::new();
+        write_text(&mut s, &sites, 5, None);
+        assert!(
+            s.contains("\n#1 /bin/app\n    count 16  bytes 2.7 KiB "),
+            "{s}"
+        );
+        assert!(s.contains("\n#2 /usr/lib/libhdf5.so.103\n"), "{s}");
+        // The plot's label: the module's name alone.
+        let c = sites[1].as_context();
+        assert_eq!(
+            (c.stack[0].function.as_str(), c.stack[0].module.as_str()),
+            ("libhdf5.so.103", "")
+        );
+        assert_eq!(
+            site_name(&p[7].stack, "malloc", Group::Module),
+            ("libhdf5.so.103".to_string(), "libhdf5.so.103".to_string())
+        );
+        assert_eq!(json(&sites, Group::Module, 1)["group"], "module");
     }
 
     #[test]
