@@ -32,7 +32,12 @@ const WRAPPERS: [&str; 24] = [
 ];
 
 /// Module file names of libraries whose frames are never the answer.
-const SYSTEM_MODULES: [&str; 4] = ["libc.so", "libc-", "libstdc++", "libgfortran"];
+const SYSTEM_MODULES: [&str; 5] = ["libc.so", "libc-", "libstdc++", "libgfortran", LOADER];
+
+/// The dynamic loader's file name: its frames (`call_init`, `_dl_init`)
+/// are under every allocation a library's constructor makes, and name
+/// none of them.
+const LOADER: &str = "ld-linux";
 
 pub fn base(path: &str) -> &str {
     path.rsplit('/').next().unwrap_or(path)
@@ -74,12 +79,17 @@ fn qualified_name(name: &str) -> &str {
 }
 
 /// Index of the frame that names a context: the innermost that is not an
-/// allocator wrapper, else the innermost with a name, else the innermost.
+/// allocator wrapper, else the innermost with a name outside the dynamic
+/// loader, else the innermost.
 pub fn labelled_frame(innermost_first: &[StackFrame]) -> Option<usize> {
     innermost_first
         .iter()
         .position(|f| !is_wrapper(f))
-        .or_else(|| innermost_first.iter().position(|f| f.function != "??"))
+        .or_else(|| {
+            innermost_first
+                .iter()
+                .position(|f| f.function != "??" && !base(&f.module).starts_with(LOADER))
+        })
         .or_else(|| (!innermost_first.is_empty()).then_some(0))
 }
 
@@ -275,6 +285,27 @@ mod tests {
         ] {
             assert_eq!(qualified_name(name), is, "{name}");
         }
+    }
+
+    #[test]
+    fn a_constructor_is_named_by_its_library_not_the_loader() {
+        // libstdc++'s emergency pool, allocated from its (unnamed)
+        // constructor, which the dynamic loader runs.
+        let stack = [
+            f("??", "/lib/x86_64-linux-gnu/libstdc++.so.6"),
+            f("call_init", "/lib64/ld-linux-x86-64.so.2"),
+            f("_dl_init", "/lib64/ld-linux-x86-64.so.2"),
+        ];
+        assert_eq!(label(&stack, "malloc").1, "libstdc++.so.6");
+        // A library's own constructor with a name is that name.
+        let named = [
+            f("mylib_init", "/opt/lib/libmy.so"),
+            f("call_init", "/lib64/ld-linux-x86-64.so.2"),
+        ];
+        assert_eq!(
+            label(&named, "malloc"),
+            ("mylib_init".into(), "libmy.so".into())
+        );
     }
 
     #[test]
