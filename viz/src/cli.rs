@@ -51,7 +51,7 @@ pub enum Command {
 pub struct FocusArgs {
     /// Only the contexts whose stack passes through a frame naming TEXT:
     /// in its function, source file or module file name, any case
-    /// (repeatable: any of them). The report sums what they allocated.
+    /// (repeatable: any of them). `report` and `diff` also give their sums.
     #[arg(long, value_name = "TEXT", value_parser = clap::builder::NonEmptyStringValueParser::new())]
     pub focus: Vec<String>,
     /// Leave out the contexts whose stack passes through a frame naming
