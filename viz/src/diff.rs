@@ -52,7 +52,7 @@ struct Side {
 }
 
 /// The contexts of `p` by symbolised stack, those through `focus` only;
-/// with `group`, summed by allocating function or line
+/// with `group`, summed by allocating function, line or module
 /// ([`sites::site_name`]), whose `stack` is that name alone and whose
 /// `kind` lists the allocators called there.
 fn by_stack(
@@ -102,10 +102,10 @@ pub struct FocusPair<'a> {
     pub bytes: (u64, u64),
 }
 
-/// Every context (with `group`, every allocating function or line) present
-/// in either report (through `focus`, if any) with a different count or
-/// bytes, largest byte change first (then count
-/// change); how many were matched; and the focus's sums.
+/// Every context (with `group`, every allocating function, line or module)
+/// present in either report (through `focus`, if any) with a different
+/// count or bytes, largest byte change first (then count change); how many
+/// were matched; and the focus's sums.
 pub fn changes<'f>(
     a: &Profile,
     sa: &Symbols,
