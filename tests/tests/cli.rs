@@ -776,8 +776,9 @@ fn diff_focus_compares_the_contexts_through_a_frame() {
     );
 }
 
-/// `wmhcct report --group function|line` on alloc_sites.cpp's exact
-/// report: contexts summed by the function or line that allocates, past
+/// `wmhcct report --group function|line|module` on alloc_sites.cpp's
+/// exact report: contexts summed by the function, line or module that
+/// allocates, past
 /// the program's `xmalloc` wrapper and the C++ library's `std::vector`
 /// frames (whose demangled names start with a return type); with a
 /// focus; and the hottest-contexts plot labels the vector's context by
@@ -904,9 +905,10 @@ fn group_sums_the_contexts_by_allocating_function_or_line() {
     );
 }
 
-/// `wmhcct diff --group function|line`: two builds of alloc_sites.cpp, B's
-/// build_grid allocating 20 times instead of 10 on its first line: one
-/// function changed (15 → 25 calls), and one of its two lines (10 → 20).
+/// `wmhcct diff --group function|line|module`: two builds of
+/// alloc_sites.cpp, B's build_grid allocating 20 times instead of 10 on
+/// its first line: one function changed (15 → 25 calls), one of its two
+/// lines (10 → 20), and the program's module.
 #[test]
 fn diff_group_compares_allocating_functions_and_lines() {
     let w = WorkDir::new("cli-diff-group");
