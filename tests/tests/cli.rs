@@ -778,11 +778,10 @@ fn diff_focus_compares_the_contexts_through_a_frame() {
 
 /// `wmhcct report --group function|line|module` on alloc_sites.cpp's
 /// exact report: contexts summed by the function, line or module that
-/// allocates, past
-/// the program's `xmalloc` wrapper and the C++ library's `std::vector`
-/// frames (whose demangled names start with a return type); with a
-/// focus; and the hottest-contexts plot labels the vector's context by
-/// the same frame.
+/// allocates, past the program's `xmalloc` wrapper and the C++ library's
+/// `std::vector` frames (whose demangled names start with a return type);
+/// with a focus; and the hottest-contexts plot labels the vector's context
+/// by the same frame.
 #[test]
 fn group_sums_the_contexts_by_allocating_function_or_line() {
     let w = WorkDir::new("cli-group");
