@@ -23,38 +23,62 @@ use crate::sums::ContextSums;
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Site {
     pub group: Group,
-    /// The function (as [`frame_name`]; with [`Group::Module`], the
-    /// module's file name) and its module.
-    pub function: String,
-    pub module: String,
-    /// Its source file; with [`Group::Line`], the line, or without line
-    /// information the module-relative address of the call (0 otherwise).
-    pub file: String,
-    pub line: u32,
-    pub address: u64,
+    /// Where: the function (as [`frame_name`]; with [`Group::Module`],
+    /// the module's file name), its module and source file; with
+    /// [`Group::Line`] the line, or without line information the
+    /// module-relative address of the call (both 0 otherwise).
+    pub frame: StackFrame,
     pub sums: ContextSums,
 }
 
 impl Site {
-    fn at(f: &StackFrame, group: Group) -> Site {
-        let by_line = group == Group::Line;
-        let by_module = group == Group::Module;
+    /// The site of a context with the frames `stack` (innermost first)
+    /// and allocator `kind`, with nothing summed yet.
+    fn of_stack(stack: &[StackFrame], kind: &str, group: Group) -> Site {
+        let Some(f) = labelled_frame(stack).map(|k| &stack[k]) else {
+            // No frames: under its allocator's name.
+            return Site {
+                group,
+                frame: StackFrame {
+                    function: format!("[{kind}]"),
+                    file: String::new(),
+                    line: 0,
+                    module: String::new(),
+                    address: 0,
+                },
+                sums: ContextSums::default(),
+            };
+        };
+        let (by_line, by_module) = (group == Group::Line, group == Group::Module);
         Site {
             group,
-            function: match (by_module, base(&f.module)) {
-                (true, "") => "?".to_string(),
-                (true, m) => m.to_string(),
-                (false, _) => frame_name(f),
+            frame: StackFrame {
+                function: match (by_module, base(&f.module)) {
+                    (true, "") => "?".to_string(),
+                    (true, m) => m.to_string(),
+                    (false, _) => frame_name(f),
+                },
+                file: if by_module {
+                    String::new()
+                } else {
+                    f.file.clone()
+                },
+                line: if by_line { f.line } else { 0 },
+                module: f.module.clone(),
+                address: if by_line && f.line == 0 { f.address } else { 0 },
             },
-            module: f.module.clone(),
-            file: if by_module {
-                String::new()
-            } else {
-                f.file.clone()
-            },
-            line: if by_line { f.line } else { 0 },
-            address: if by_line && f.line == 0 { f.address } else { 0 },
             sums: ContextSums::default(),
+        }
+    }
+
+    /// What tells sites apart across builds (`diff`): the function, with
+    /// `:line` or `@0x…` for a line; a module's file name.
+    fn name(&self) -> String {
+        let f = &self.frame;
+        match (self.group, f.line, f.address) {
+            (Group::Line, 0, a) if a != 0 => format!("{}@{a:#x}", f.function),
+            (Group::Line, l, _) if l != 0 => format!("{}:{l}", f.function),
+            _ => f.function.clone(),
         }
     }
 
@@ -63,6 +87,11 @@ impl Site {
     /// where a function has several.
     pub fn as_context(&self) -> Context {
         let m = &self.sums;
+        let mut frame = self.frame.clone();
+        if self.group == Group::Module {
+            // A module is its own name.
+            frame.module.clear();
+        }
         Context {
             kind: String::new(),
             count: m.count,
@@ -72,32 +101,9 @@ impl Site {
             leaked_bytes: m.leaked_bytes,
             peak_live_bytes: m.peak_live_bytes,
             spread: Default::default(),
-            stack: vec![StackFrame {
-                function: self.function.clone(),
-                file: self.file.clone(),
-                line: self.line,
-                // A module is its own name.
-                module: match self.group {
-                    Group::Module => String::new(),
-                    _ => self.module.clone(),
-                },
-                address: self.address,
-            }],
+            stack: vec![frame],
             cut: false,
             inside_mpi: None,
-        }
-    }
-
-    /// A context with no frames, under its allocator's name.
-    fn unknown(kind: &str, group: Group) -> Site {
-        Site {
-            group,
-            function: format!("[{kind}]"),
-            module: String::new(),
-            file: String::new(),
-            line: 0,
-            address: 0,
-            sums: ContextSums::default(),
         }
     }
 }
@@ -113,24 +119,22 @@ pub fn of<'a>(
     let mut index: HashMap<(String, String, String, u32, u64), usize> = HashMap::new();
     let mut sites: Vec<Site> = Vec::new();
     for c in contexts {
-        let site = match labelled_frame(&c.stack) {
-            Some(k) => Site::at(&c.stack[k], group),
-            None => Site::unknown(&c.kind, group),
-        };
+        let site = Site::of_stack(&c.stack, &c.kind, group);
+        let f = &site.frame;
         // A function's file is what its first context's frame says.
         let file = if group == Group::Line {
-            site.file.clone()
+            f.file.clone()
         } else {
             String::new()
         };
         let key = (
-            site.function.clone(),
-            site.module.clone(),
+            f.function.clone(),
+            f.module.clone(),
             file,
-            site.line,
+            f.line,
             match group {
                 Group::Context => sites.len() as u64,
-                _ => site.address,
+                _ => f.address,
             },
         );
         let i = *index.entry(key).or_insert_with(|| {
@@ -145,39 +149,32 @@ pub fn of<'a>(
             .cmp(&a.sums.value(by))
             .then(b.sums.count.cmp(&a.sums.count))
             .then(b.sums.bytes.cmp(&a.sums.bytes))
-            .then(a.function.cmp(&b.function))
-            .then(a.line.cmp(&b.line))
+            .then(a.frame.function.cmp(&b.frame.function))
+            .then(a.frame.line.cmp(&b.frame.line))
     });
     sites
 }
 
 /// How `diff --group` names the site of a context (`innermost`: its
-/// frames, innermost first) in either report: the function (as
-/// [`frame_name`]), with `:line` for [`Group::Line`] (`@0x…` without line
-/// information); and a short label with the module's file name. The key
-/// leaves the module out, as `diff` matches contexts by names: two builds
-/// of a program need not share a file name.
+/// frames, innermost first) in either report ([`Site::name`]), and a short
+/// label with the module's file name. The name leaves the module out, as
+/// `diff` matches contexts by names: two builds of a program need not
+/// share a file name.
 pub fn site_name(innermost: &[StackFrame], kind: &str, group: Group) -> (String, String) {
-    let Some(f) = labelled_frame(innermost).map(|k| &innermost[k]) else {
-        let unknown = format!("[{kind}]");
-        return (unknown.clone(), unknown);
+    let site = Site::of_stack(innermost, kind, group);
+    let name = site.name();
+    let label = match group {
+        Group::Module => name.clone(),
+        _ => {
+            let f = &site.frame;
+            let at = &name[f.function.len()..];
+            ellipsize(
+                &join(&format!("{}{at}", strip_args(&f.function)), base(&f.module)),
+                60,
+            )
+        }
     };
-    if group == Group::Module {
-        let m = base(&f.module);
-        let m = if m.is_empty() { "?" } else { m };
-        return (m.to_string(), m.to_string());
-    }
-    let function = frame_name(f);
-    let at = match (group, f.line) {
-        (Group::Line, 0) => format!("@{:#x}", f.address),
-        (Group::Line, l) => format!(":{l}"),
-        _ => String::new(),
-    };
-    let label = ellipsize(
-        &join(&format!("{}{at}", strip_args(&function)), base(&f.module)),
-        60,
-    );
-    (format!("{function}{at}"), label)
+    (name, label)
 }
 
 /// "allocating functions", "allocating lines" or "allocating modules".
@@ -207,21 +204,22 @@ pub fn write_text(s: &mut String, sites: &[Site], top: usize, phi: Option<f64>) 
          library internals; sums over {over})"
     );
     for (i, site) in sites.iter().take(top).enumerate() {
-        let loc = match (site.file.is_empty(), site.line, site.address) {
+        let f = &site.frame;
+        let loc = match (f.file.is_empty(), f.line, f.address) {
             (true, _, 0) => String::new(),
             (true, _, a) => format!(" ({a:#x})"),
-            (false, 0, _) => format!(" ({})", site.file),
-            (false, l, _) => format!(" ({}:{l})", site.file),
+            (false, 0, _) => format!(" ({})", f.file),
+            (false, l, _) => format!(" ({}:{l})", f.file),
         };
-        let module = match (site.group, site.module.is_empty()) {
+        let module = match (site.group, f.module.is_empty()) {
             // A module's heading is its path.
             (Group::Module, _) => String::new(),
             (_, true) => " [?]".to_string(),
-            (_, false) => format!(" [{}]", site.module),
+            (_, false) => format!(" [{}]", f.module),
         };
-        let name = match (site.group, site.module.is_empty()) {
-            (Group::Module, false) => &site.module,
-            _ => &site.function,
+        let name = match (site.group, f.module.is_empty()) {
+            (Group::Module, false) => &f.module,
+            _ => &f.function,
         };
         let m = &site.sums;
         let _ = writeln!(
@@ -246,13 +244,13 @@ pub fn json(sites: &[Site], group: Group, top: usize) -> Value {
         .iter()
         .take(top)
         .map(|site| {
-            let m = &site.sums;
+            let (f, m) = (&site.frame, &site.sums);
             json!({
-                "function": site.function,
-                "file": site.file,
-                "line": site.line,
-                "module": site.module,
-                "address": site.address,
+                "function": f.function,
+                "file": f.file,
+                "line": f.line,
+                "module": f.module,
+                "address": f.address,
                 "contexts": m.contexts,
                 "count": m.count,
                 "count_err": m.count_err,
@@ -332,9 +330,9 @@ mod tests {
             .iter()
             .map(|s| {
                 (
-                    s.function.clone(),
-                    s.line,
-                    s.address,
+                    s.frame.function.clone(),
+                    s.frame.line,
+                    s.frame.address,
                     s.sums.contexts,
                     s.sums.count,
                 )
@@ -355,11 +353,11 @@ mod tests {
                 ("[malloc]".to_string(), 0, 0, 1, 1),
             ]
         );
-        assert_eq!(by_count[0].file, "/src/app.c");
+        assert_eq!(by_count[0].frame.file, "/src/app.c");
         assert_eq!(by_count[0].sums.bytes, 2700);
         let by_leaked = of(&p, Group::Function, SortKey::Leaked);
-        assert_eq!(by_leaked[0].function, "input");
-        assert_eq!(by_leaked[1].function, "helper");
+        assert_eq!(by_leaked[0].frame.function, "input");
+        assert_eq!(by_leaked[1].frame.function, "helper");
     }
 
     #[test]
@@ -378,7 +376,7 @@ mod tests {
         );
         let by_bytes = of(&p, Group::Line, SortKey::Bytes);
         assert_eq!(
-            (by_bytes[0].function.as_str(), by_bytes[0].line),
+            (by_bytes[0].frame.function.as_str(), by_bytes[0].frame.line),
             ("grid", 20)
         );
         // As a one-frame context for the plot: the sums and the call site.
