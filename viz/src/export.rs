@@ -136,6 +136,7 @@ pub fn run(args: &ExportArgs) -> Result<()> {
                 &list,
                 None,
                 focus.as_ref(),
+                None,
             );
             let mut s = serde_json::to_string_pretty(&v).context("encoding JSON")?;
             s.push('\n');

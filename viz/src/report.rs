@@ -7,7 +7,7 @@ use anyhow::{Context as _, Result};
 use crate::cli::{Group, ReportArgs};
 use crate::contexts::contexts;
 use crate::input::load;
-use crate::{report_json, report_text, sites};
+use crate::{report_json, report_text};
 
 pub fn run(args: &ReportArgs) -> Result<()> {
     let name = args.file.display().to_string();
@@ -16,26 +16,18 @@ pub fn run(args: &ReportArgs) -> Result<()> {
     let focus = args.select.focus();
     list.sort(args.by);
     let out = if args.json {
-        let mut v = report_json::render(
+        let v = report_json::render(
             &loaded.profile,
             loaded.format_version,
             &list,
             args.top,
             focus.as_ref(),
+            (args.group != Group::Context).then_some(report_json::SitesOf {
+                group: args.group,
+                by: args.by,
+                mpi_internal: args.mpi_internal,
+            }),
         );
-        if args.group != Group::Context {
-            // The program's contexts (through the focus), as the text
-            // groups them.
-            let focused = focus.as_ref().map(|f| f.of(&list));
-            let program = focused
-                .as_ref()
-                .unwrap_or(&list)
-                .contexts
-                .iter()
-                .filter(|c| args.mpi_internal || c.inside_mpi.is_none());
-            let all = sites::of(program, args.group, args.by);
-            v["sites"] = sites::json(&all, args.group, args.top.unwrap_or(usize::MAX));
-        }
         let mut s = serde_json::to_string_pretty(&v).context("encoding JSON")?;
         s.push('\n');
         s

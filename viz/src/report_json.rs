@@ -4,6 +4,7 @@ use serde::Serialize;
 use serde_json::{json, Map, Value};
 use wmhcct_format::{HeapStats, KindTotal, Profile, RankSummary, Spread, UnwindStats, ALLOC_KINDS};
 
+use crate::cli::{Group, SortKey};
 use crate::contexts::{alloc_tree, Context, ContextList};
 use crate::focus::Focus;
 use crate::h5layout::rank_count;
@@ -207,7 +208,17 @@ fn focus_json(p: &Profile, list: &ContextList, focus: Option<&Focus>) -> Value {
     })
 }
 
-/// The whole JSON document; `top` limits both context lists. With a
+/// `report --group`: the JSON's `sites` sum the program's contexts (with
+/// `mpi_internal`, the MPI library's too) by `group`, ordered by `by`.
+#[derive(Clone, Copy, Debug)]
+pub struct SitesOf {
+    pub group: Group,
+    pub by: SortKey,
+    pub mpi_internal: bool,
+}
+
+/// The whole JSON document; `top` limits both context lists (and the
+/// `sites` of `--group`). With a
 /// focus, the contexts listed are those through it, and `focus` sums them
 /// (the rest describes the whole program).
 pub fn render(
@@ -216,6 +227,7 @@ pub fn render(
     list: &ContextList,
     top: Option<usize>,
     focus: Option<&Focus>,
+    sites: Option<SitesOf>,
 ) -> Value {
     let n = top.unwrap_or(usize::MAX);
     let nranks = rank_count(p);
@@ -239,7 +251,15 @@ pub fn render(
         .map(json_of)
         .collect();
     let untraced: Vec<_> = list.untraced.iter().take(n).map(json_of).collect();
-    json!({
+    // The program's contexts (through the focus), as the text groups them.
+    let sites = sites.map(|o| {
+        let program = list
+            .contexts
+            .iter()
+            .filter(|c| o.mpi_internal || c.inside_mpi.is_none());
+        crate::sites::json(&crate::sites::of(program, o.group, o.by), o.group, n)
+    });
+    let mut v = json!({
         "format_version": format_version,
         "program": p.meta.program,
         "hostname": p.meta.hostname,
@@ -268,7 +288,11 @@ pub fn render(
         "focus": focus_json(p, list, focus),
         "contexts": contexts,
         "untraced": untraced,
-    })
+    });
+    if let Some(sites) = sites {
+        v["sites"] = sites;
+    }
+    v
 }
 
 #[cfg(test)]
