@@ -92,8 +92,7 @@ pub fn build(t: &Tracer, core: &Core, reason: &str) -> Profile {
             program,
             args,
             hostname: hostname(),
-            // SAFETY: getpid has no preconditions.
-            pid: unsafe { libc::getpid() } as u32,
+            pid: std::process::id(),
             start_unix_ns: t.start_unix_ns,
             end_unix_ns: t.start_unix_ns + (tracer::now_mono_ns() - t.start_mono_ns),
             threads: core.threads,
@@ -175,8 +174,7 @@ pub fn job_report_path(t: &Tracer) -> PathBuf {
         (None, Ok(id)) if !id.is_empty() => PathBuf::from(format!("wmhcct-{id}.h5")),
         _ => {
             let secs = t.start_unix_ns / 1_000_000_000;
-            // SAFETY: getpid has no preconditions.
-            let pid = unsafe { libc::getpid() };
+            let pid = std::process::id();
             PathBuf::from(format!("wmhcct-{secs}-{pid}.h5"))
         }
     };
@@ -308,8 +306,7 @@ fn write_here(g: &Guard, t: &Tracer, reason: &str) {
     let Some(profile) = take(g, t, reason) else {
         return;
     };
-    // SAFETY: getpid has no preconditions.
-    let pid = unsafe { libc::getpid() } as u32;
+    let pid = std::process::id();
     let path = |own: bool| output::report_path(t.config.out.as_deref(), &t.cwd, pid, own);
     let descendant = t.descendant.load(Ordering::Acquire);
     let mut report = path(descendant || wrapper);
@@ -344,8 +341,7 @@ fn announce_report(t: &Tracer, report: &Path) {
     let since = output::Since {
         tracer: tracer_start,
         process: output::process_start().map_or(tracer_start, |p| p.min(tracer_start)),
-        // SAFETY: getpid has no preconditions.
-        pid: unsafe { libc::getpid() } as u32,
+        pid: std::process::id(),
     };
     let others = match t.config.out {
         Some(_) => output::descendant_reports_since(report, since),
@@ -428,8 +424,7 @@ pub fn spill_bytes(t: &Tracer, bytes: &[u8]) {
         .or(launch_task(t).map(|(r, _)| r));
     let name = match rank {
         Some(r) => format!("rank-{r}.wmprof"),
-        // SAFETY: getpid has no preconditions.
-        None => format!("pid-{}.wmprof", unsafe { libc::getpid() }),
+        None => format!("pid-{}.wmprof", std::process::id()),
     };
     if let Some((dir, report)) = spill_as(t, bytes, &name) {
         crate::diag::message(&[
