@@ -510,45 +510,36 @@ fn focus_keeps_the_contexts_through_a_frame() {
     assert_eq!(u64_of(&json(&["--focus", &dir])["focus"]["contexts"]), 0);
 
     // The text: the sums and the list's header name the focus.
-    let r = run_plain(
-        bin(),
+    let out = wmhcct_out(
+        &w,
         &["report", &h5_s, "--focus", "sk_churn", "--by", "bytes"],
-        &w.path,
     );
-    assert_eq!(r.code, 0, "{}", r.describe());
     let line = format!(
         "1 contexts, 100 of {all_calls} allocation calls ({:.1}%), 9.8 MiB of ",
         100.0 * 100.0 / all_calls as f64
     );
-    assert!(r.stdout.contains(&line), "{line}\n{}", r.stdout);
+    assert!(out.contains(&line), "{line}\n{}", out);
     assert!(
-        r.stdout
-            .contains("\ntop 1 of 1 contexts through \"sk_churn\" by bytes allocated:\n"),
+        out.contains("\ntop 1 of 1 contexts through \"sk_churn\" by bytes allocated:\n"),
         "{}",
-        r.stdout
+        out
     );
-    assert!(!r.stdout.contains("sk_many_small"), "{}", r.stdout);
+    assert!(!out.contains("sk_many_small"), "{}", out);
 
     // The folded stacks through the focus.
-    let r = run_plain(
-        bin(),
+    let out = wmhcct_out(
+        &w,
         &[
             "export", &h5_s, "--format", "folded", "--weight", "count", "--focus", "sk_peak",
         ],
-        &w.path,
     );
-    assert_eq!(r.code, 0, "{}", r.describe());
-    let lines: Vec<&str> = r.stdout.lines().collect();
-    assert_eq!(lines.len(), 1, "{}", r.stdout);
-    assert!(
-        lines[0].ends_with(";sk_peak_holder;malloc 4"),
-        "{}",
-        r.stdout
-    );
+    let lines: Vec<&str> = out.lines().collect();
+    assert_eq!(lines.len(), 1, "{}", out);
+    assert!(lines[0].ends_with(";sk_peak_holder;malloc 4"), "{}", out);
 
     // The JSON export is the report's JSON, focus included.
-    let exported = run_plain(
-        bin(),
+    let exported = wmhcct_out(
+        &w,
         &[
             "export",
             &h5_s,
@@ -559,13 +550,8 @@ fn focus_keeps_the_contexts_through_a_frame() {
             "--focus",
             "sk_leaker",
         ],
-        &w.path,
     );
-    assert_eq!(exported.code, 0, "{}", exported.describe());
-    assert_eq!(
-        serde_json::from_str::<Value>(&exported.stdout).unwrap(),
-        two
-    );
+    assert_eq!(serde_json::from_str::<Value>(&exported).unwrap(), two);
 
     // The hottest-contexts plot through the focus.
     let svg = contexts_svg(&w, &h5_s, &["--focus", "sk_churn"]);
@@ -648,8 +634,8 @@ fn ignore_leaves_out_the_contexts_through_a_frame() {
     leaders.sort();
     assert_eq!(leaders, ["sk_leaker", "sk_peak_holder"]);
 
-    let r = run_plain(
-        bin(),
+    let out = wmhcct_out(
+        &w,
         &[
             "report",
             &h5_s,
@@ -658,20 +644,18 @@ fn ignore_leaves_out_the_contexts_through_a_frame() {
             "--ignore",
             "sk_churn",
         ],
-        &w.path,
     );
-    assert_eq!(r.code, 0, "{}", r.describe());
     for line in [
         "\nfocus:     contexts through a frame naming \"sort_keys.c\" and none naming \"sk_churn\" ",
         "\ntop 3 of 3 contexts through \"sort_keys.c\", not through \"sk_churn\" by count:\n",
     ] {
-        assert!(r.stdout.contains(line), "{line}\n{}", r.stdout);
+        assert!(out.contains(line), "{line}\n{}", out);
     }
-    assert!(!r.stdout.contains("sk_churn ("), "{}", r.stdout);
+    assert!(!out.contains("sk_churn ("), "{}", out);
 
     // The folded stacks without one function's.
-    let r = run_plain(
-        bin(),
+    let out = wmhcct_out(
+        &w,
         &[
             "export",
             &h5_s,
@@ -682,16 +666,14 @@ fn ignore_leaves_out_the_contexts_through_a_frame() {
             "--ignore",
             "sk_many_small",
         ],
-        &w.path,
     );
-    assert_eq!(r.code, 0, "{}", r.describe());
-    assert!(!r.stdout.contains("sk_many_small"), "{}", r.stdout);
+    assert!(!out.contains("sk_many_small"), "{}", out);
     for kept in [
         ";sk_churn;malloc 100",
         ";sk_peak_holder;malloc 4",
         ";sk_leaker;malloc 3",
     ] {
-        assert!(r.stdout.contains(kept), "{kept}\n{}", r.stdout);
+        assert!(out.contains(kept), "{kept}\n{}", out);
     }
 
     // The hottest-contexts plot names what it leaves out.
@@ -753,26 +735,22 @@ fn diff_focus_compares_the_contexts_through_a_frame() {
         u64_of(&diff(&["--ignore", "no_frame_names_this"])["focus"]["count_a"])
     );
 
-    let r = run_plain(bin(), &["diff", &a, &b, "--focus", "sk_churn"], &w.path);
-    assert_eq!(r.code, 0, "{}", r.describe());
+    let out = wmhcct_out(&w, &["diff", &a, &b, "--focus", "sk_churn"]);
     assert!(
-        r.stdout
-            .contains("  calls 100 → 50 (-50), bytes 9.8 MiB → 4.9 MiB (-4.9 MiB)\n"),
+        out.contains("  calls 100 → 50 (-50), bytes 9.8 MiB → 4.9 MiB (-4.9 MiB)\n"),
         "{}",
-        r.stdout
+        out
     );
     assert!(
-        r.stdout
-            .contains("\n1 contexts through \"sk_churn\" changed (1 matched by stack)"),
+        out.contains("\n1 contexts through \"sk_churn\" changed (1 matched by stack)"),
         "{}",
-        r.stdout
+        out
     );
-    let r = run_plain(bin(), &["diff", &a, &b, "--focus", "sk_leaker"], &w.path);
+    let out = wmhcct_out(&w, &["diff", &a, &b, "--focus", "sk_leaker"]);
     assert!(
-        r.stdout
-            .contains("\nno context through \"sk_leaker\" changed (1 contexts matched by stack)\n"),
+        out.contains("\nno context through \"sk_leaker\" changed (1 contexts matched by stack)\n"),
         "{}",
-        r.stdout
+        out
     );
 }
 
@@ -954,14 +932,13 @@ fn diff_group_compares_allocating_functions_and_lines() {
     assert_eq!(contexts["group"], "context");
     assert!(contexts["contexts"].is_array() && contexts["sites"].is_null());
 
-    let r = run_plain(bin(), &["diff", &a, &b, "--group", "function"], &w.path);
-    assert_eq!(r.code, 0, "{}", r.describe());
+    let out = wmhcct_out(&w, &["diff", &a, &b, "--group", "function"]);
     assert!(
-        r.stdout.contains("\n1 allocating functions changed (")
-            && r.stdout.contains(
+        out.contains("\n1 allocating functions changed (")
+            && out.contains(
                 "  build_grid (alloc_sites-O0) [malloc]\n      bytes 1.2 KiB → 1.9 KiB, calls 15 → 25\n"
             ),
         "{}",
-        r.stdout
+        out
     );
 }
