@@ -271,8 +271,28 @@ impl Collector {
         size
     }
 
+    /// Like `on_free`, for a free of a *temporary* allocation: the freeing
+    /// thread's latest allocation, with no other allocation of that thread
+    /// in between (the caller tells). Counted in the heap's temporaries and
+    /// in its context's, when the block is known.
+    pub fn on_temporary_free(&mut self, kind: u16, ptr: u64, t_ns: u64) -> Option<u64> {
+        let block = self.release_block(ptr, t_ns);
+        if let Some(b) = block {
+            self.heap.temporary_count = self.heap.temporary_count.saturating_add(1);
+            self.heap.temporary_bytes = self.heap.temporary_bytes.saturating_add(b.size);
+            self.hcct.note_temporary(b.node, b.gen);
+        }
+        let size = block.map(|b| b.size);
+        self.count_call(kind, size.unwrap_or(0));
+        size
+    }
+
     /// Like `on_free`, but counts nothing in totals (the release half of realloc).
     pub fn release(&mut self, ptr: u64, t_ns: u64) -> Option<u64> {
+        self.release_block(ptr, t_ns).map(|b| b.size)
+    }
+
+    fn release_block(&mut self, ptr: u64, t_ns: u64) -> Option<Block> {
         if ptr == 0 {
             return None;
         }
@@ -283,7 +303,7 @@ impl Collector {
                 }
                 self.hcct.discharge(b.node, b.gen, b.size, self.heap.epoch);
                 self.heap.shrink(b.size);
-                Some(b.size)
+                Some(b)
             }
             None => {
                 self.heap.unknown_frees = self.heap.unknown_frees.saturating_add(1);
@@ -354,6 +374,8 @@ impl Collector {
             evicted_peak_bytes: ev.at_peak(self.heap.epoch),
             unknown_frees: self.heap.unknown_frees,
             peak_time_ns: self.heap.peak_time_ns,
+            temporary_count: self.heap.temporary_count,
+            temporary_bytes: self.heap.temporary_bytes,
         }
     }
 

@@ -387,6 +387,14 @@ impl Hcct {
         }
     }
 
+    /// Counts a temporary allocation of node (`node`, `gen`), unless that
+    /// node is gone (the heap's total counts it either way).
+    pub fn note_temporary(&mut self, node: u32, gen: u32) {
+        if let Some(n) = self.tree.get_gen_mut(node, gen) {
+            n.temporary = n.temporary.saturating_add(1);
+        }
+    }
+
     /// Upper bound on the weight-`w` value of an item never maintained in
     /// `w` since it entered the tree: the exact queue minimum when full.
     fn floor(&self, w: usize) -> u64 {
@@ -468,6 +476,7 @@ impl Hcct {
             }
             out.live_bytes = n.cell.live;
             out.peak_live_bytes = n.cell.at_peak(epoch);
+            out.temporary = n.temporary;
             nodes.push(out);
         }
         Tree {

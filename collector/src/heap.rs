@@ -63,6 +63,9 @@ pub struct Heap {
     /// Incremented whenever `live` exceeds the previous peak.
     pub epoch: u64,
     pub unknown_frees: u64,
+    /// Temporary allocations freed, and their bytes.
+    pub temporary_count: u64,
+    pub temporary_bytes: u64,
 }
 
 impl Heap {

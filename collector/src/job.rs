@@ -377,6 +377,8 @@ fn add_heap(a: &HeapStats, b: &HeapStats) -> HeapStats {
         evicted_peak_bytes: a.evicted_peak_bytes + b.evicted_peak_bytes,
         unknown_frees: a.unknown_frees + b.unknown_frees,
         peak_time_ns: a.peak_time_ns.max(b.peak_time_ns),
+        temporary_count: a.temporary_count + b.temporary_count,
+        temporary_bytes: a.temporary_bytes + b.temporary_bytes,
     }
 }
 

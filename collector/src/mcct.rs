@@ -45,6 +45,8 @@ pub struct Node {
     pub pins: u32,
     pub flags: u8,
     pub cell: LiveCell,
+    /// Temporary allocations of this context (items only).
+    pub temporary: u64,
 }
 
 impl Node {
@@ -63,6 +65,7 @@ impl Node {
             pins: 0,
             flags: 0,
             cell: LiveCell::default(),
+            temporary: 0,
         }
     }
 

@@ -78,6 +78,7 @@ struct Acc {
     hi: [u64; 2],
     live: u64,
     peak: u64,
+    temporary: u64,
     flags: u8,
     seen: [bool; 2],
     spread: NodeSpread,
@@ -146,6 +147,7 @@ pub fn merge_trees_owned(a: Tree, b: Tree, capacity: usize) -> Merged {
             }
             x.live = x.live.saturating_add(n.live_bytes);
             x.peak = x.peak.saturating_add(n.peak_live_bytes);
+            x.temporary = x.temporary.saturating_add(n.temporary);
             x.flags |= n.flags;
             x.seen[side] = true;
             if let Some(s) = t.spread.get(i) {
@@ -240,6 +242,7 @@ pub fn merge_trees_owned(a: Tree, b: Tree, capacity: usize) -> Merged {
         }
         n.live_bytes = x.live;
         n.peak_live_bytes = x.peak;
+        n.temporary = x.temporary;
         new_id[id] = nodes.len() as u32;
         nodes.push(n);
         if with_spread {

@@ -11,6 +11,7 @@
 //! | `PAD` | none: the rest of the buffer up to its end is unused |
 //! | `ALLOC` | cursor, stamp, unchanged, kept, ptr, size, t_ns, then the frames |
 //! | `FREE` | ptr, t_ns |
+//! | `TEMP_FREE` | ptr, t_ns: a free of a temporary allocation |
 //! | `REALLOC` | cursor, stamp, unchanged, kept, old, size, new, t_ns, then the frames |
 //!
 //! `cursor` is the producer's token for its thread's [`Replay`] (cursor and
@@ -29,6 +30,7 @@ const PAD: u64 = 0;
 const ALLOC: u64 = 1;
 const FREE: u64 = 2;
 const REALLOC: u64 = 3;
+const TEMP_FREE: u64 = 4;
 
 const ALLOC_WORDS: usize = 8;
 const FREE_WORDS: usize = 3;
@@ -80,8 +82,14 @@ pub enum Event<'a> {
         t_ns: u64,
         frames: &'a [u64],
     },
-    /// [`Collector::on_free`].
-    Free { kind: u16, ptr: u64, t_ns: u64 },
+    /// [`Collector::on_free`], or [`Collector::on_temporary_free`] when
+    /// `temporary`.
+    Free {
+        kind: u16,
+        ptr: u64,
+        t_ns: u64,
+        temporary: bool,
+    },
     /// [`Collector::on_realloc`] with a captured stack.
     Realloc {
         cursor: u64,
@@ -169,8 +177,14 @@ impl Event<'_> {
                     frames,
                 )
             }
-            Event::Free { kind, ptr, t_ns } => {
-                out.copy_from_slice(&[header(FREE, kind, 0), ptr, t_ns]);
+            Event::Free {
+                kind,
+                ptr,
+                t_ns,
+                temporary,
+            } => {
+                let tag = if temporary { TEMP_FREE } else { FREE };
+                out.copy_from_slice(&[header(tag, kind, 0), ptr, t_ns]);
             }
             Event::Realloc {
                 cursor,
@@ -223,8 +237,20 @@ impl Event<'_> {
                 },
                 None,
             ) => c.on_alloc_untraced(kind, ptr, size, t_ns),
-            (Event::Free { kind, ptr, t_ns }, _) => {
-                c.on_free(kind, ptr, t_ns);
+            (
+                Event::Free {
+                    kind,
+                    ptr,
+                    t_ns,
+                    temporary,
+                },
+                _,
+            ) => {
+                if temporary {
+                    c.on_temporary_free(kind, ptr, t_ns);
+                } else {
+                    c.on_free(kind, ptr, t_ns);
+                }
             }
             (
                 Event::Realloc {
@@ -277,7 +303,7 @@ pub fn decode(words: &[u64]) -> Result<Decoded<'_>, PacketError> {
     let need = match tag {
         PAD => return Ok(Decoded::Pad),
         ALLOC => ALLOC_WORDS + n,
-        FREE => FREE_WORDS,
+        FREE | TEMP_FREE => FREE_WORDS,
         REALLOC => REALLOC_WORDS + n,
         other => return Err(PacketError::Tag(other)),
     };
@@ -297,10 +323,11 @@ pub fn decode(words: &[u64]) -> Result<Decoded<'_>, PacketError> {
             t_ns: w[7],
             frames: &w[ALLOC_WORDS..],
         },
-        FREE => Event::Free {
+        FREE | TEMP_FREE => Event::Free {
             kind,
             ptr: w[1],
             t_ns: w[2],
+            temporary: tag == TEMP_FREE,
         },
         _ => Event::Realloc {
             cursor: w[1],
@@ -358,6 +385,13 @@ mod tests {
                 kind: 4,
                 ptr: 0x1000,
                 t_ns: 100,
+                temporary: false,
+            },
+            Event::Free {
+                kind: 4,
+                ptr: 0x2000,
+                t_ns: 100,
+                temporary: true,
             },
             Event::Realloc {
                 cursor: 3,
@@ -395,6 +429,7 @@ mod tests {
             kind: 1,
             ptr: 8,
             t_ns: 1,
+            temporary: false,
         };
         let mut buf = vec![0; e.len()];
         e.encode(&mut buf);
@@ -440,6 +475,7 @@ mod tests {
         },
         Free {
             slot: usize,
+            temporary: bool,
         },
         Realloc {
             thread: usize,
@@ -458,7 +494,7 @@ mod tests {
     fn op() -> impl Strategy<Value = Op> {
         prop_oneof![
             3 => (0..2usize, 0..24u8, 0..200u64).prop_map(|(thread, ctx, size)| Op::Alloc { thread, ctx, size }),
-            2 => (0..64usize).prop_map(|slot| Op::Free { slot }),
+            2 => (0..64usize, any::<bool>()).prop_map(|(slot, temporary)| Op::Free { slot, temporary }),
             1 => (0..2usize, 0..64usize, 0..24u8, 0..200u64)
                 .prop_map(|(thread, slot, ctx, size)| Op::Realloc { thread, slot, ctx, size }),
             1 => (0..2usize, 0..24u8).prop_map(|(thread, ctx)| Op::Skip { thread, ctx }),
@@ -543,10 +579,14 @@ mod tests {
                         stamps[thread] += 1;
                         prev[thread] = frames(ctx);
                     }
-                    Op::Free { slot } => {
+                    Op::Free { slot, temporary } => {
                         let ptr = if live.is_empty() { 0 } else { live.swap_remove(slot % live.len()) };
-                        let ev = Event::Free { kind: 4, ptr, t_ns };
-                        direct.on_free(4, ptr, t_ns);
+                        let ev = Event::Free { kind: 4, ptr, t_ns, temporary };
+                        if temporary {
+                            direct.on_temporary_free(4, ptr, t_ns);
+                        } else {
+                            direct.on_free(4, ptr, t_ns);
+                        }
                         push(&ev, &mut buf);
                     }
                 }

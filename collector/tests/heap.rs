@@ -174,3 +174,43 @@ fn cursor_of_another_collector_is_ignored() {
     assert_eq!(b.untraced_events(), 1);
     assert_eq!(b.totals()[1], (2, 128));
 }
+
+#[test]
+fn temporary_frees_are_counted_in_the_heap_and_in_their_context() {
+    let mut c = collector(0.1, false);
+    let mut cur = Cursor::new();
+    let churn = [0x5000u64, 0x4000];
+    let keep = [0x6000u64, 0x4000];
+    for i in 0..5u64 {
+        c.on_alloc(&mut cur, 0, &churn, 0, 0x100 + i * 0x40, 24, i);
+        assert_eq!(c.on_temporary_free(3, 0x100 + i * 0x40, i), Some(24));
+    }
+    c.on_alloc(&mut cur, 0, &keep, 0, 0x900, 100, 10);
+    assert_eq!(c.on_free(3, 0x900, 11), Some(100));
+    // A temporary free of a pointer never seen: a call, no temporary.
+    assert_eq!(c.on_temporary_free(3, 0x999, 12), None);
+    assert_eq!(c.on_temporary_free(3, 0, 13), None);
+    let h = c.heap_stats();
+    assert_eq!((h.temporary_count, h.temporary_bytes), (5, 120));
+    assert_eq!(h.unknown_frees, 1);
+    assert_eq!(c.totals()[3], (8, 220));
+    let t = canon(&snapshot(&c));
+    assert_eq!(t[&context(&churn, 0)].temporary, 5);
+    assert_eq!(t[&context(&keep, 0)].temporary, 0);
+}
+
+#[test]
+fn a_temporary_free_of_an_evicted_context_counts_in_the_heap_only() {
+    // ε = 1: one monitored context per weight, so the second evicts the first.
+    let mut c = collector(1.0, false);
+    let mut cur = Cursor::new();
+    c.on_alloc(&mut cur, 0, &[0x5000], 0, 0x100, 8, 1);
+    for i in 0..4u64 {
+        c.on_alloc(&mut cur, 0, &[0x6000], 0, 0x200 + i * 0x40, 16, 2 + i);
+    }
+    assert_eq!(c.on_temporary_free(3, 0x100, 9), Some(8));
+    let h = c.heap_stats();
+    assert_eq!((h.temporary_count, h.temporary_bytes), (1, 8));
+    let t = snapshot(&c);
+    assert_eq!(t.nodes.iter().map(|n| n.temporary).sum::<u64>(), 0);
+}

@@ -19,6 +19,10 @@ fn feed(c: &mut Collector, st: &[Vec<u64>], picks: &[(usize, u64)], truth: &mut 
     for (e, &(i, size)) in picks.iter().enumerate() {
         let i = i % st.len();
         c.on_alloc(&mut cur, 0, &st[i], 0, base + 16 * e as u64, size, e as u64);
+        if e % 3 == 0 {
+            // Every third block is a temporary (node counts merge by sum).
+            c.on_temporary_free(3, base + 16 * e as u64, e as u64);
+        }
         let t = truth.entry(context(&st[i], 0)).or_default();
         t.0 += 1;
         t.1 += size;
@@ -71,6 +75,7 @@ fn merging_exact_trees_equals_exact_tree_of_both_streams() {
         n.live_bytes = 0;
         n.peak_live_bytes = 0;
     }
+    assert!(cm.values().map(|n| n.temporary).sum::<u64>() > 1000);
     assert_eq!(cm, cw);
     assert_eq!(m.floor, None);
 }

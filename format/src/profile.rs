@@ -270,6 +270,11 @@ pub struct HeapStats {
     pub unknown_frees: u64,
     /// Time of the heap peak, nanoseconds since tracer start.
     pub peak_time_ns: u64,
+    /// Temporary allocations: blocks freed by the thread that allocated
+    /// them with no other allocation of that thread in between (exact), and
+    /// their bytes.
+    pub temporary_count: u64,
+    pub temporary_bytes: u64,
 }
 
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Default)]
@@ -351,6 +356,9 @@ pub struct Node {
     pub live_bytes: u64,
     /// Live bytes of this context at the moment of the process's heap peak.
     pub peak_live_bytes: u64,
+    /// Temporary allocations of this context (see
+    /// [`HeapStats::temporary_count`]) while it was in the tree.
+    pub temporary: u64,
     /// Bit 0: monitored for count, bit 1: monitored for bytes.
     pub flags: u8,
 }
@@ -369,6 +377,7 @@ impl Node {
             bytes_err: 0,
             live_bytes: 0,
             peak_live_bytes: 0,
+            temporary: 0,
             flags: 0,
         }
     }

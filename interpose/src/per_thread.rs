@@ -27,6 +27,10 @@ pub struct PerThread {
     pub slot: Slot,
     /// `tracer_stack.rs`: the top of the thread's tracer stack.
     pub tracer_stack: crate::tracer_stack::Top,
+    /// `tracer.rs`: the block of the thread's latest recorded allocation,
+    /// while no free has followed it (0: none). A free of it is a
+    /// temporary allocation's.
+    pub last_alloc: Cell<u64>,
 }
 
 thread_local! {
@@ -37,6 +41,7 @@ thread_local! {
             ring: Ring::new(),
             slot: Slot::new(),
             tracer_stack: crate::tracer_stack::Top::new(crate::tracer_stack::NONE),
+            last_alloc: Cell::new(0),
         }
     };
 }

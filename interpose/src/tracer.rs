@@ -569,6 +569,7 @@ pub fn on_alloc(g: &Guard, at: Regs, kind: AllocKind, ptr: *mut c_void, size: us
         lock_ordered(t).collector.count_call(kind as u16, 0);
         return;
     }
+    g.per_thread().last_alloc.set(ptr as u64);
     let ts = thread_state(g, t);
     let (unchanged, stamp) = capture(g, t, ts, now, at);
     if let Some(p) = packets(t) {
@@ -652,19 +653,38 @@ pub fn on_free(g: &Guard, ptr: *mut c_void) {
 pub fn on_free_kind(g: &Guard, kind: AllocKind, ptr: *mut c_void) {
     let Some(t) = get(g) else { return };
     let now = event_ns(g, t);
+    let temporary = is_temporary(g, ptr as u64);
     if let Some(p) = packets(t) {
         let ev = Event::Free {
             kind: kind as u16,
             ptr: ptr as u64,
             t_ns: now,
+            temporary,
         };
         p.push(&mut p.front.lock(), &t.core, &ev);
         return;
     }
-    t.core
-        .lock()
-        .collector
-        .on_free(kind as u16, ptr as u64, now);
+    let mut core = t.core.lock();
+    if temporary {
+        core.collector
+            .on_temporary_free(kind as u16, ptr as u64, now);
+    } else {
+        core.collector.on_free(kind as u16, ptr as u64, now);
+    }
+}
+
+/// Whether freeing `ptr` now frees a temporary allocation: the thread's
+/// latest recorded allocation, with no free since (heaptrack's definition,
+/// per thread). Any free of a block ends that run.
+#[inline(always)]
+fn is_temporary(g: &Guard, ptr: u64) -> bool {
+    if ptr == 0 {
+        return false;
+    }
+    let last = &g.per_thread().last_alloc;
+    let temporary = last.get() == ptr;
+    last.set(0);
+    temporary
 }
 
 /// An MPI call of `kind` (index into `MPI_KINDS`) moving `bytes`.
@@ -699,6 +719,9 @@ pub fn on_realloc(
 ) -> *mut c_void {
     let Some(t) = get(g) else { return call() };
     let now = event_ns(g, t);
+    // The old block lives on in the new one: its release is no temporary's
+    // end, and the new block is the thread's latest allocation (set once
+    // the call returns, below).
     if let Some(p) = packets(t) {
         let ts = thread_state(g, t);
         let (unchanged, stamp) = capture(g, t, ts, now, at);
@@ -708,6 +731,7 @@ pub fn on_realloc(
         account_front(&mut front, ts);
         let result = call();
         let errno = crate::errno::get();
+        g.per_thread().last_alloc.set(result as u64);
         let cursor = ts.cursor.token();
         let (kept, leaf) = leaf_side(ts, stamp, unchanged);
         let ev = Event::Realloc {
@@ -729,6 +753,7 @@ pub fn on_realloc(
     with_capture(g, t, now, at, |core, ts, unchanged, stamp| {
         let result = call();
         let errno = crate::errno::get();
+        g.per_thread().last_alloc.set(result as u64);
         let Core {
             collector, cursors, ..
         } = core;
@@ -762,6 +787,10 @@ fn deferred(g: &Guard) {
     let now = event_ns(g, t);
     crate::deferred::take(
         &mut |op| {
+            if matches!(op, Op::Alloc { .. } | Op::Realloc { .. }) {
+                // An allocation between the thread's latest and its free.
+                g.per_thread().last_alloc.set(0);
+            }
             let mut core = lock_ordered(t);
             let c = &mut core.collector;
             match op {

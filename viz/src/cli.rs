@@ -167,6 +167,10 @@ pub enum SortKey {
     /// Bytes live at the heap's peak (what made the peak); a text report
     /// lists only contexts with bytes live then.
     Peak,
+    /// Temporary allocations: blocks freed before their thread allocated
+    /// anything else (allocation churn); a text report lists only contexts
+    /// that had some.
+    Temporary,
 }
 
 #[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]

@@ -41,6 +41,8 @@ pub struct Context {
     pub bytes_err: u64,
     pub leaked_bytes: u64,
     pub peak_live_bytes: u64,
+    /// Temporary allocations (freed before their thread's next allocation).
+    pub temporary: u64,
     /// How count and bytes spread over the job's ranks (a single process
     /// is rank 0 alone).
     pub spread: NodeSpread,
@@ -83,6 +85,7 @@ impl Context {
             bytes_err: 0,
             leaked_bytes: 0,
             peak_live_bytes: 0,
+            temporary: 0,
             spread: Default::default(),
             stack,
             cut: false,
@@ -146,7 +149,7 @@ impl ContextList {
     /// `Leaked` and `Peak`.
     pub fn sort(&mut self, key: SortKey) {
         let mpi_key = match key {
-            SortKey::Leaked | SortKey::Peak => SortKey::Count,
+            SortKey::Leaked | SortKey::Peak | SortKey::Temporary => SortKey::Count,
             k => k,
         };
         for (v, key) in [
@@ -172,13 +175,14 @@ impl SortKey {
             SortKey::Bytes => c.bytes,
             SortKey::Leaked => c.leaked_bytes,
             SortKey::Peak => c.peak_live_bytes,
+            SortKey::Temporary => c.temporary,
         }
     }
 
     /// Whether the text lists only the contexts with some of it (a leak
     /// list lists leaks).
     pub fn lists_only_some(self) -> bool {
-        matches!(self, SortKey::Leaked | SortKey::Peak)
+        matches!(self, SortKey::Leaked | SortKey::Peak | SortKey::Temporary)
     }
 }
 
@@ -216,6 +220,7 @@ fn tree_contexts(p: &Profile, tree: &Tree, syms: &Symbols) -> Vec<(Context, bool
             bytes_err: node.bytes_err,
             leaked_bytes: node.live_bytes,
             peak_live_bytes: node.peak_live_bytes,
+            temporary: node.temporary,
             spread,
             cut,
             stack,

@@ -33,6 +33,7 @@ pub fn folded(stacks: &[Stack], weight: SortKey, skip: &LeftOut) -> String {
             SortKey::Bytes => s.bytes,
             SortKey::Leaked => s.leaked_bytes,
             SortKey::Peak => s.peak_live_bytes,
+            SortKey::Temporary => s.temporary,
         };
         if w == 0 || skip.mpi.contains(&i) || skip.focus.contains(&i) {
             continue;

@@ -19,9 +19,12 @@ use crate::symbolize::{Frame, Symbols};
 
 /// Version of this HDF5 layout (root attribute `format_version`). Layout
 /// 1 (before 2026-11-25) held each frame's strings in its row; layout 2
-/// holds them once, in the tree's `strings`, and the rows index them. Both
-/// are read.
-pub const REPORT_VERSION: u32 = 2;
+/// holds them once, in the tree's `strings`, and the rows index them.
+/// Layout 3 (2026-11-26) adds the temporary allocations: the heap's
+/// `temporary_count`/`temporary_bytes`, each tree's `temporary` and
+/// `ranks/temporary`. All three are read; an older report has no
+/// temporaries (read as 0).
+pub const REPORT_VERSION: u32 = 3;
 /// The oldest layout this build reads.
 pub const OLDEST_READ_VERSION: u32 = 1;
 
@@ -193,6 +196,15 @@ struct RankRow {
     collector_bytes: u64,
     ptr_table_peak: u64,
     untraced_events: u64,
+}
+
+/// A rank's temporary allocations (`ranks/temporary`, one row per
+/// `ranks/summary` row).
+#[derive(H5Type, Clone, Copy, Debug)]
+#[repr(C)]
+struct RankTemporaryRow {
+    count: u64,
+    bytes: u64,
 }
 
 #[derive(H5Type, Clone, Debug)]
@@ -398,7 +410,9 @@ fn write_heap(g: &Group, h: &HeapStats) -> Result<()> {
     put(g, "evicted_live_bytes", &h.evicted_live_bytes)?;
     put(g, "evicted_peak_bytes", &h.evicted_peak_bytes)?;
     put(g, "unknown_frees", &h.unknown_frees)?;
-    put(g, "peak_time_ns", &h.peak_time_ns)
+    put(g, "peak_time_ns", &h.peak_time_ns)?;
+    put(g, "temporary_count", &h.temporary_count)?;
+    put(g, "temporary_bytes", &h.temporary_bytes)
 }
 
 fn write_unwind(g: &Group, u: &UnwindStats) -> Result<()> {
@@ -444,6 +458,8 @@ fn write_tree(g: &Group, index: usize, t: &Tree, syms: &Symbols, kinds: &[&str])
         })
         .collect();
     put_rows(g, "nodes", &nodes)?;
+    let temporary: Vec<u64> = t.nodes.iter().map(|n| n.temporary).collect();
+    put_rows(g, "temporary", &temporary)?;
     put_rows(g, "strings", &strings.rows)?;
     put_rows(g, "frames", &frames)?;
     if !t.spread.is_empty() {
@@ -521,6 +537,14 @@ fn write_ranks(g: &Group, ranks: &[RankSummary]) -> Result<()> {
         })
         .collect();
     put_rows(g, "summary", &rows)?;
+    let temporary: Vec<RankTemporaryRow> = ranks
+        .iter()
+        .map(|r| RankTemporaryRow {
+            count: r.heap.temporary_count,
+            bytes: r.heap.temporary_bytes,
+        })
+        .collect();
+    put_rows(g, "temporary", &temporary)?;
     let totals: Vec<RankTotalRow> = ranks
         .iter()
         .enumerate()
@@ -724,6 +748,8 @@ fn read_heap(g: &Group) -> Result<HeapStats> {
         evicted_peak_bytes: get(g, "evicted_peak_bytes")?,
         unknown_frees: get(g, "unknown_frees")?,
         peak_time_ns: get(g, "peak_time_ns")?,
+        temporary_count: get_opt(g, "temporary_count")?.unwrap_or(0),
+        temporary_bytes: get_opt(g, "temporary_bytes")?.unwrap_or(0),
     })
 }
 
@@ -799,6 +825,20 @@ fn read_tree(g: &Group, symbols: &mut Symbols, version: u32) -> Result<Tree> {
             rows.len()
         )));
     }
+    // Layout 3 on; an older report's contexts have no temporaries.
+    let temporary = if g.link_exists("temporary") {
+        get_rows::<u64>(g, "temporary")?
+    } else {
+        Vec::new()
+    };
+    if !temporary.is_empty() && temporary.len() != rows.len() {
+        return Err(ReportError::Corrupt(format!(
+            "{}: {} temporary counts for {} nodes",
+            g.name(),
+            temporary.len(),
+            rows.len()
+        )));
+    }
     let mut nodes = Vec::with_capacity(rows.len());
     for (i, (r, fr)) in rows.iter().zip(frames).enumerate() {
         let key = match r.key_type {
@@ -834,6 +874,7 @@ fn read_tree(g: &Group, symbols: &mut Symbols, version: u32) -> Result<Tree> {
             bytes_err: r.bytes_err,
             live_bytes: r.live_bytes,
             peak_live_bytes: r.peak_live_bytes,
+            temporary: temporary.get(i).copied().unwrap_or(0),
             flags: r.flags,
         });
         if i == 0 && r.parent != NO_PARENT {
@@ -901,6 +942,8 @@ fn read_ranks(g: &Group) -> Result<Vec<RankSummary>> {
                 evicted_peak_bytes: r.evicted_peak_bytes,
                 unknown_frees: r.unknown_frees,
                 peak_time_ns: r.peak_time_ns,
+                temporary_count: 0,
+                temporary_bytes: 0,
             },
             unwind: UnwindStats {
                 mode: r.unwind_mode.as_str().to_string(),
@@ -921,6 +964,20 @@ fn read_ranks(g: &Group) -> Result<Vec<RankSummary>> {
             threads: r.threads,
         })
         .collect();
+    if g.link_exists("temporary") {
+        let rows = get_rows::<RankTemporaryRow>(g, "temporary")?;
+        if rows.len() != ranks.len() {
+            return Err(ReportError::Corrupt(format!(
+                "ranks/temporary has {} rows for {} ranks",
+                rows.len(),
+                ranks.len()
+            )));
+        }
+        for (r, t) in ranks.iter_mut().zip(rows) {
+            r.heap.temporary_count = t.count;
+            r.heap.temporary_bytes = t.bytes;
+        }
+    }
     for t in get_rows::<RankTotalRow>(g, "totals")? {
         let r = ranks.get_mut(t.rank_index as usize).ok_or_else(|| {
             ReportError::Corrupt(format!("ranks/totals names rank index {}", t.rank_index))

@@ -42,6 +42,8 @@ fn heap_json(h: &HeapStats) -> Value {
         "evicted_peak_bytes": h.evicted_peak_bytes,
         "unknown_frees": h.unknown_frees,
         "peak_time_ns": h.peak_time_ns,
+        "temporary_count": h.temporary_count,
+        "temporary_bytes": h.temporary_bytes,
     })
 }
 
@@ -133,6 +135,8 @@ struct ContextJson<'a> {
     bytes_err: u64,
     leaked_bytes: u64,
     peak_live_bytes: u64,
+    /// Temporary allocations: freed before their thread's next allocation.
+    temporary: u64,
     per_rank_count: SpreadJson,
     per_rank_bytes: SpreadJson,
     stack: Vec<FrameJson<'a>>,
@@ -152,6 +156,7 @@ fn context_json(c: &Context, nranks: u32) -> ContextJson<'_> {
         bytes_err: c.bytes_err,
         leaked_bytes: c.leaked_bytes,
         peak_live_bytes: c.peak_live_bytes,
+        temporary: c.temporary,
         per_rank_count: spread_json(&c.spread.count, nranks),
         per_rank_bytes: spread_json(&c.spread.bytes, nranks),
         stack: c
@@ -203,6 +208,7 @@ fn focus_json(p: &Profile, list: &ContextList, focus: Option<&Focus>) -> Value {
         "bytes_err": sums.bytes_err,
         "leaked_bytes": sums.leaked_bytes,
         "peak_live_bytes": sums.peak_live_bytes,
+        "temporary": sums.temporary,
         "all_count": tree.map_or(0, |t| t.total_count),
         "all_bytes": tree.map_or(0, |t| t.total_bytes),
     })

@@ -143,6 +143,7 @@ pub fn render(
         h.live_blocks,
         h.unknown_frees
     );
+    let _ = writeln!(s, "           {}", temporary_line(p));
     let mpi_own = MpiOwn::of(&list.contexts);
     if mpi_own.total > 0 {
         let _ = writeln!(
@@ -235,6 +236,11 @@ pub fn render(
             "\ntop {shown} of {n} {what}{through} with bytes live at the heap's peak \
              (of {of_all}), by those bytes:"
         ),
+        SortKey::Temporary => writeln!(
+            s,
+            "\ntop {shown} of {n} {what}{through} with temporary allocations (of {of_all}), \
+             by their count:"
+        ),
     };
     let nranks = rank_count(p);
     let alike = AlikeLines::of(list.contexts.iter().chain(&list.mpi));
@@ -254,6 +260,7 @@ pub fn render(
             SortKey::Bytes => format!("{} allocated", human_bytes(skipped.total)),
             SortKey::Leaked => format!("{} live at {end}", human_bytes(skipped.total)),
             SortKey::Peak => format!("{} live at the heap's peak", human_bytes(skipped.total)),
+            SortKey::Temporary => format!("{} temporary allocations", skipped.total),
         };
         let _ = writeln!(
             s,
@@ -367,6 +374,26 @@ fn focus_lines(s: &mut String, p: &Profile, list: &ContextList, f: &Focus, end: 
             p.config.phi
         );
     }
+}
+
+/// The temporary allocations against every allocation call: `12 temporary
+/// allocations (3.4% of 350 allocation calls), 1.2 KiB: freed before their
+/// thread allocated again`.
+fn temporary_line(p: &Profile) -> String {
+    let h = &p.heap;
+    let calls = alloc_tree(p).map_or(0, |t| t.total_count);
+    let share = match calls {
+        0 => String::new(),
+        n => format!(
+            " ({:.1}% of {n} allocation calls)",
+            100.0 * h.temporary_count as f64 / n as f64
+        ),
+    };
+    format!(
+        "{} temporary allocations{share}, {}: freed before their thread allocated again",
+        h.temporary_count,
+        human_bytes(h.temporary_bytes)
+    )
 }
 
 /// Where the process ran: `host:      vm (pid 42, 3 threads)`. A job's
@@ -584,8 +611,12 @@ fn context(
     let held = if mpi_call {
         String::new()
     } else {
+        let temporary = match c.temporary {
+            0 => String::new(),
+            n => format!("  temporary {n}"),
+        };
         format!(
-            "  leaked {}  at-peak {}",
+            "  leaked {}  at-peak {}{temporary}",
             human_bytes(c.leaked_bytes),
             human_bytes(c.peak_live_bytes)
         )

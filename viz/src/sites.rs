@@ -100,6 +100,7 @@ impl Site {
             bytes_err: m.bytes_err,
             leaked_bytes: m.leaked_bytes,
             peak_live_bytes: m.peak_live_bytes,
+            temporary: m.temporary,
             spread: Default::default(),
             stack: vec![frame],
             cut: false,
@@ -222,9 +223,13 @@ pub fn write_text(s: &mut String, sites: &[Site], top: usize, phi: Option<f64>) 
             _ => &f.function,
         };
         let m = &site.sums;
+        let temporary = match m.temporary {
+            0 => String::new(),
+            n => format!("  temporary {n}"),
+        };
         let _ = writeln!(
             s,
-            "\n#{} {name}{loc}{module}\n    count {}{}  bytes {}{}  leaked {}  at-peak {}  in {} context{}",
+            "\n#{} {name}{loc}{module}\n    count {}{}  bytes {}{}  leaked {}  at-peak {}{temporary}  in {} context{}",
             i + 1,
             m.count,
             plus_minus(m.count_err, m.count_err.to_string()),
@@ -258,6 +263,7 @@ pub fn json(sites: &[Site], group: Group, top: usize) -> Value {
                 "bytes_err": m.bytes_err,
                 "leaked_bytes": m.leaked_bytes,
                 "peak_live_bytes": m.peak_live_bytes,
+                "temporary": m.temporary,
             })
         })
         .collect();

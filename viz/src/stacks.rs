@@ -19,6 +19,8 @@ pub struct Stack {
     pub leaked_bytes: u64,
     /// Bytes live at the heap's peak.
     pub peak_live_bytes: u64,
+    /// Temporary allocations.
+    pub temporary: u64,
     /// No stack was captured (an untraced pseudo-context).
     pub untraced: bool,
     /// Cut at the frame limit ([`crate::contexts::stack_cut`]).
@@ -77,6 +79,7 @@ pub fn all_stacks(p: &Profile, syms: &Symbols) -> Vec<Stack> {
             bytes: n.bytes,
             leaked_bytes: n.live_bytes,
             peak_live_bytes: n.peak_live_bytes,
+            temporary: n.temporary,
             untraced: k >= UNTRACED_KIND,
             cut,
         });

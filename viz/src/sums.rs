@@ -15,6 +15,7 @@ pub struct ContextSums {
     pub bytes_err: u64,
     pub leaked_bytes: u64,
     pub peak_live_bytes: u64,
+    pub temporary: u64,
 }
 
 impl ContextSums {
@@ -35,6 +36,7 @@ impl ContextSums {
         self.bytes_err = self.bytes_err.saturating_add(c.bytes_err);
         self.leaked_bytes = self.leaked_bytes.saturating_add(c.leaked_bytes);
         self.peak_live_bytes = self.peak_live_bytes.saturating_add(c.peak_live_bytes);
+        self.temporary = self.temporary.saturating_add(c.temporary);
     }
 
     /// The sum `key` orders by, as [`SortKey::value`] for one context.
@@ -44,6 +46,7 @@ impl ContextSums {
             SortKey::Bytes => self.bytes,
             SortKey::Leaked => self.leaked_bytes,
             SortKey::Peak => self.peak_live_bytes,
+            SortKey::Temporary => self.temporary,
         }
     }
 }
