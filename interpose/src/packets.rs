@@ -461,17 +461,23 @@ mod tests {
                 t_ns: i,
                 frames: &f,
             };
+            // Every sixth free a temporary one, through the ring as well.
             let free = Event::Free {
                 kind: 4,
                 ptr: if i % 3 == 0 { ptr } else { 0 },
                 t_ns: i,
+                temporary: i % 6 == 0,
             };
             words += (alloc.len() + free.len()) as u64;
             p.push(&mut p.front.lock(), &core, &alloc);
             p.push(&mut p.front.lock(), &core, &free);
             direct_cursor.stamp_next(i);
             direct.on_alloc(&mut direct_cursor, 1, &f, 0, ptr, i % 97, i);
-            direct.on_free(4, if i % 3 == 0 { ptr } else { 0 }, i);
+            if i % 6 == 0 {
+                direct.on_temporary_free(4, ptr, i);
+            } else {
+                direct.on_free(4, if i % 3 == 0 { ptr } else { 0 }, i);
+            }
         }
         assert!(words > 4 * RING_WORDS as u64, "{words} words");
         p.publish(&p.front.lock());
@@ -499,6 +505,7 @@ mod tests {
                 kind: 4,
                 ptr: 0,
                 t_ns: i,
+                temporary: false,
             };
             p.push(&mut p.front.lock(), &core, &ev);
         };

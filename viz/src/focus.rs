@@ -280,6 +280,7 @@ mod tests {
         a.count_err = 1;
         a.bytes = 30;
         a.leaked_bytes = 10;
+        a.temporary = 2;
         let mut b = Context::of_stack("malloc", vec![frame("io", "", "/app")]);
         b.count = 5;
         let all = ContextList {
@@ -300,7 +301,8 @@ mod tests {
                 bytes: 30,
                 bytes_err: 0,
                 leaked_bytes: 10,
-                peak_live_bytes: 0
+                peak_live_bytes: 0,
+                temporary: 2,
             }
         );
     }

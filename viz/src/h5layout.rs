@@ -1005,6 +1005,7 @@ mod tests {
         kind.key = FrameKey::Kind(2);
         kind.count = 5;
         kind.bytes = 50;
+        kind.temporary = 3;
         let mut frame = Node::root();
         frame.parent = 0;
         frame.key = addr;
@@ -1023,6 +1024,8 @@ mod tests {
             }],
             heap: HeapStats {
                 peak_bytes: 1000 + r as u64,
+                temporary_count: 2 + r as u64,
+                temporary_bytes: 20 + r as u64,
                 ..HeapStats::default()
             },
             unwind: UnwindStats {
@@ -1063,7 +1066,11 @@ mod tests {
                 end: 3,
             }],
             totals: vec![],
-            heap: HeapStats::default(),
+            heap: HeapStats {
+                temporary_count: 5,
+                temporary_bytes: 41,
+                ..HeapStats::default()
+            },
             unwind: UnwindStats::default(),
             tracer: TracerStats::default(),
             trees: vec![
@@ -1182,6 +1189,57 @@ mod tests {
         let e = read_here(&bad).unwrap_err();
         assert!(
             matches!(&e, ReportError::Corrupt(m) if m.contains("string 7 of 1")),
+            "{e}"
+        );
+    }
+
+    /// A report of layout 2 has no temporaries: it reads with none. In
+    /// layout 3, a tree's `temporary` must have a row per node.
+    #[test]
+    fn a_report_without_temporaries_reads_as_none_and_a_short_list_is_corrupt() {
+        let dir = tempfile::tempdir().unwrap();
+        let (syms, _) = symbols_of_one_frame();
+        let path = dir.path().join("v2.h5");
+        write(&path, &profile(), &syms).unwrap();
+        let (mut want, _) = read_here(&path).unwrap();
+        assert_eq!(want.heap.temporary_count, 5);
+        assert_eq!(want.ranks[1].heap.temporary_count, 3);
+        assert_eq!(want.trees[0].nodes[2].temporary, 3);
+        {
+            let file = builder().open_rw(&path).unwrap();
+            file.delete_attr("format_version").unwrap();
+            put(&file, "format_version", &2u32).unwrap();
+            let heap = file.group("heap").unwrap();
+            heap.delete_attr("temporary_count").unwrap();
+            heap.delete_attr("temporary_bytes").unwrap();
+            file.group("ranks").unwrap().unlink("temporary").unwrap();
+            for name in file.group("trees").unwrap().member_names().unwrap() {
+                let g = file.group(&format!("trees/{name}")).unwrap();
+                g.unlink("temporary").unwrap();
+            }
+        }
+        want.heap.temporary_count = 0;
+        want.heap.temporary_bytes = 0;
+        for r in &mut want.ranks {
+            r.heap.temporary_count = 0;
+            r.heap.temporary_bytes = 0;
+        }
+        for n in want.trees.iter_mut().flat_map(|t| &mut t.nodes) {
+            n.temporary = 0;
+        }
+        assert_eq!(read_here(&path).unwrap().0, want);
+
+        let short = dir.path().join("short.h5");
+        write(&short, &profile(), &syms).unwrap();
+        {
+            let file = builder().open_rw(&short).unwrap();
+            let g = file.group("trees/alloc").unwrap();
+            g.unlink("temporary").unwrap();
+            put_rows(&g, "temporary", &[0u64, 3]).unwrap();
+        }
+        let e = read_here(&short).unwrap_err();
+        assert!(
+            matches!(&e, ReportError::Corrupt(m) if m.contains("2 temporary counts for 4 nodes")),
             "{e}"
         );
     }

@@ -31,6 +31,7 @@ fn node(parent: u32, key: FrameKey, count: u64, bytes: u64) -> Node {
         bytes_err: 0,
         live_bytes: 0,
         peak_live_bytes: 0,
+        temporary: 0,
         flags: 3,
     }
 }
@@ -107,6 +108,7 @@ fn sample(prog: Option<&Prog>) -> Profile {
     leak.live_bytes = 64;
     leak.peak_live_bytes = 640;
     leak.count_err = 1;
+    leak.temporary = 40;
     let nodes = vec![
         Node::root(),
         node(0, addr(main + 1), 0, 0),                 // 1 main
@@ -172,6 +174,8 @@ fn sample(prog: Option<&Prog>) -> Profile {
             evicted_peak_bytes: 0,
             unknown_frees: 2,
             peak_time_ns: 12345,
+            temporary_count: 41,
+            temporary_bytes: 2624,
         },
         unwind: UnwindStats {
             mode: "dwarf".into(),
@@ -256,7 +260,7 @@ fn convert_then_report_json() {
     let out = convert(dir.path(), &p);
     let v = report_json(&out, &[]);
 
-    assert_eq!(v["format_version"], 2);
+    assert_eq!(v["format_version"], 3);
     assert_eq!(v["program"], p.meta.program.as_str());
     assert_eq!(v["ranks"], 1);
     assert_eq!(v["totals"]["malloc"]["count"], 106);
@@ -267,6 +271,8 @@ fn convert_then_report_json() {
     assert_eq!(v["peak_bytes"], 640);
     assert_eq!(v["live_bytes"], 64);
     assert_eq!(v["heap"]["unknown_frees"], 2);
+    assert_eq!(v["heap"]["temporary_count"], 41);
+    assert_eq!(v["heap"]["temporary_bytes"], 2624);
     assert_eq!(v["config"]["phi"], 0.01);
     assert_eq!(v["config"]["exact"], false);
     assert_eq!(v["unwind"]["accuracy"], 0.9);
@@ -283,6 +289,7 @@ fn convert_then_report_json() {
     assert_eq!(top["bytes"], 6400);
     assert_eq!(top["leaked_bytes"], 64);
     assert_eq!(top["peak_live_bytes"], 640);
+    assert_eq!(top["temporary"], 40);
     let stack = top["stack"].as_array().unwrap();
     assert_eq!(stack.len(), 2);
     assert_eq!(stack[0]["module"], p.meta.program.as_str());
@@ -436,7 +443,7 @@ fn h5py_reads_stacks_without_wmhcct() {
     let script = r#"
 import sys, h5py
 f = h5py.File(sys.argv[1], "r")
-assert f.attrs["format_version"] == 2
+assert f.attrs["format_version"] == 3
 assert f.attrs["node_count"] == 9
 assert f.attrs["ranks"] == 1
 t = f["trees/alloc"]
@@ -445,6 +452,8 @@ nodes, frames, strings = t["nodes"][:], t["frames"][:], t["strings"][:]
 assert len(nodes) == len(frames) == 9
 i = 3
 assert nodes[i]["key_type"] == 1 and nodes[i]["count"] == 100
+assert t["temporary"][i] == 40
+assert f["heap"].attrs["temporary_count"] == 41
 stack = []
 p = nodes[i]["parent"]
 while p != 0:
