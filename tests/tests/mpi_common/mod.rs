@@ -195,4 +195,15 @@ pub fn check_pattern(r: &Value, alloc_kind: &str, size_a: u64, size_b: u64) {
     // Exact per-rank scalars.
     let ranks = r["ranks_detail"].as_array().expect("ranks_detail");
     assert_eq!(ranks.len() as u64, PATTERN_RANKS);
+    // Each block of A and B is freed before the next allocation: every one
+    // a temporary allocation, summed over the ranks like the rest.
+    assert_eq!(a["temporary"], a["count"], "A: {a}");
+    assert_eq!(b["temporary"], b["count"], "B: {b}");
+    let job = u64_of(&r["heap"]["temporary_count"]);
+    let per_rank: u64 = ranks
+        .iter()
+        .map(|x| u64_of(&x["heap"]["temporary_count"]))
+        .sum();
+    assert_eq!(job, per_rank, "the job's temporaries are its ranks'");
+    assert!(job >= PATTERN_K * (10 + PATTERN_RANKS), "{job} temporaries");
 }
