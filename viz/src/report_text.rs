@@ -143,7 +143,6 @@ pub fn render(
         h.live_blocks,
         h.unknown_frees
     );
-    let _ = writeln!(s, "           {}", temporary_line(p));
     let mpi_own = MpiOwn::of(&list.contexts);
     if mpi_own.total > 0 {
         let _ = writeln!(
@@ -155,6 +154,7 @@ pub fn render(
             routines(&mpi_own, SortKey::Leaked)
         );
     }
+    let _ = writeln!(s, "           {}", temporary_line(p));
     let c = &p.config;
     let _ = writeln!(
         s,
