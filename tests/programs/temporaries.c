@@ -13,6 +13,7 @@
  *   threads    two threads, each CHURN_T blocks freed at once, while the
  *              other allocates too: every one is temporary, per thread.
  *
+ * Usage: temporaries [N]: churn N times over (default 1), for `wmhcct diff`.
  * Prints its own expected totals for the test to compare. */
 #include <pthread.h>
 #include <stdio.h>
@@ -32,8 +33,8 @@ static void touch(void *p) {
     sink += (unsigned long)p & 1;
 }
 
-static void __attribute__((noinline)) churn(void) {
-    for (int i = 0; i < CHURN; i++) {
+static void __attribute__((noinline)) churn(int times) {
+    for (int i = 0; i < CHURN * times; i++) {
         void *p = malloc(24);
         touch(p);
         free(p);
@@ -82,15 +83,16 @@ static void *__attribute__((noinline)) churn_thread(void *arg) {
     return NULL;
 }
 
-int main(void) {
-    churn();
+int main(int argc, char **argv) {
+    int times = argc > 1 ? atoi(argv[1]) : 1;
+    churn(times);
     batch();
     interleave();
     grow();
     pthread_t t[2];
     for (int i = 0; i < 2; i++) pthread_create(&t[i], NULL, churn_thread, NULL);
     for (int i = 0; i < 2; i++) pthread_join(t[i], NULL);
-    printf("churn %d batch %d interleave %d grow %d threads %d\n", CHURN, BATCHES, INTERLEAVE,
+    printf("churn %d batch %d interleave %d grow %d threads %d\n", CHURN * times, BATCHES, INTERLEAVE,
            GROW, 2 * CHURN_T);
     return 0;
 }

@@ -123,6 +123,22 @@ fn temporary_allocations_are_counted_exactly_in_total_and_per_context() {
     }
     assert_eq!(totals[0], totals[1], "inline vs collector thread");
 
+    // `diff` against a run that churns twice as much: 3000 more.
+    let twice = w.join("temporaries-twice.h5");
+    let traced = run_traced(&exe, &["2"], &w.path, &twice, &[]);
+    assert_eq!(traced.code, 0, "{}", traced.describe());
+    let once = w.join("temporaries-inline.h5");
+    let (a, b) = (once.to_str().unwrap(), twice.to_str().unwrap());
+    let d: Value = serde_json::from_str(&cli(&["diff", "--json", a, b])).unwrap();
+    assert_eq!(u64_of(&d["a"]["temporary_count"]), totals[0].0);
+    assert_eq!(u64_of(&d["b"]["temporary_count"]), totals[0].0 + 3000);
+    let text = cli(&["diff", a, b]);
+    assert!(
+        text.lines()
+            .any(|l| l.starts_with("temporary:") && l.contains("+3000")),
+        "{text}"
+    );
+
     // Bounded memory: two counters per weight, most contexts evicted. The
     // heap's total stays exact; a context's count is at most its true one.
     let h5 = w.join("temporaries-evicting.h5");

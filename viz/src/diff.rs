@@ -231,6 +231,8 @@ pub fn run(args: &DiffArgs) -> Result<()> {
                 "peak_bytes": p.heap.peak_bytes,
                 "peak_rank_bytes": largest_peak(p),
                 "live_bytes": p.heap.live_bytes,
+                "temporary_count": p.heap.temporary_count,
+                "temporary_bytes": p.heap.temporary_bytes,
                 "duration_s": p.meta.end_unix_ns.saturating_sub(p.meta.start_unix_ns) as f64 / 1e9,
             })
         };
@@ -313,6 +315,13 @@ fn render_text(
     }
     let (la, lb) = (a.heap.live_bytes, b.heap.live_bytes);
     pair(&mut s, "live at end:", la, lb, "");
+    let (ta, tb) = (a.heap.temporary_count, b.heap.temporary_count);
+    let _ = writeln!(
+        s,
+        "{:<12}{ta:>14} {tb:>14}  {}  (allocations freed before their thread allocated again)",
+        "temporary:",
+        signed(tb as i128 - ta as i128)
+    );
     let _ = writeln!(s, "\ntotals (calls A → B, bytes A → B):");
     for (k, c, by) in tot {
         let _ = writeln!(
