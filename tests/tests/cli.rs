@@ -848,7 +848,7 @@ fn group_sums_the_contexts_by_allocating_function_or_line() {
     assert!(
         t.contains("\n#1 build_grid (")
             && t.contains(
-                "\n    count 15  bytes 1.2 KiB  leaked 0 B  at-peak 0 B  in 2 contexts\n"
+                "\n    count 15  bytes 1.2 KiB  leaked 0 B  at-peak 0 B  temporary 15  in 2 contexts\n"
             ),
         "{t}"
     );
