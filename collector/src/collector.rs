@@ -230,6 +230,7 @@ impl Collector {
     }
 
     fn track(&mut self, ptr: u64, size: u64, leaf: Option<(u32, u32)>, t_ns: u64) {
+        self.heap.sizes.add(size);
         let (node, gen) = leaf.unwrap_or((NONE, 0));
         let epoch = self.heap.epoch;
         match self.ptrs.insert(ptr, Block { size, node, gen }) {
@@ -376,6 +377,7 @@ impl Collector {
             peak_time_ns: self.heap.peak_time_ns,
             temporary_count: self.heap.temporary_count,
             temporary_bytes: self.heap.temporary_bytes,
+            size_classes: self.heap.sizes.used(),
         }
     }
 

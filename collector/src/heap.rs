@@ -8,6 +8,8 @@
 //! last change (`stamp < epoch`), its value at that peak was its current
 //! value. Reading the value at peak uses the same rule.
 
+use wmhcct_format::{size_class, SIZE_CLASSES};
+
 /// Live bytes of one context (or of the evicted aggregate).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct LiveCell {
@@ -66,6 +68,32 @@ pub struct Heap {
     /// Temporary allocations freed, and their bytes.
     pub temporary_count: u64,
     pub temporary_bytes: u64,
+    /// Blocks allocated, by size class.
+    pub sizes: SizeClasses,
+}
+
+/// Blocks allocated per size class ([`wmhcct_format::size_class`]).
+#[derive(Clone, Debug)]
+pub struct SizeClasses([u64; SIZE_CLASSES]);
+
+impl Default for SizeClasses {
+    fn default() -> SizeClasses {
+        SizeClasses([0; SIZE_CLASSES])
+    }
+}
+
+impl SizeClasses {
+    /// A block of `size` bytes was allocated.
+    pub fn add(&mut self, size: u64) {
+        let n = &mut self.0[size_class(size)];
+        *n = n.saturating_add(1);
+    }
+
+    /// The counts up to the last class that has any.
+    pub fn used(&self) -> Vec<u64> {
+        let end = self.0.iter().rposition(|&n| n > 0).map_or(0, |i| i + 1);
+        self.0[..end].to_vec()
+    }
 }
 
 impl Heap {

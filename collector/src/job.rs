@@ -379,6 +379,12 @@ fn add_heap(a: &HeapStats, b: &HeapStats) -> HeapStats {
         peak_time_ns: a.peak_time_ns.max(b.peak_time_ns),
         temporary_count: a.temporary_count + b.temporary_count,
         temporary_bytes: a.temporary_bytes + b.temporary_bytes,
+        size_classes: (0..a.size_classes.len().max(b.size_classes.len()))
+            .map(|k| {
+                let of = |v: &[u64]| v.get(k).copied().unwrap_or(0);
+                of(&a.size_classes) + of(&b.size_classes)
+            })
+            .collect(),
     }
 }
 

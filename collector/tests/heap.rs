@@ -192,6 +192,8 @@ fn temporary_frees_are_counted_in_the_heap_and_in_their_context() {
     assert_eq!(c.on_temporary_free(3, 0, 13), None);
     let h = c.heap_stats();
     assert_eq!((h.temporary_count, h.temporary_bytes), (5, 120));
+    // Five blocks of 24 bytes (class 5: 16 to 31), one of 100 (class 7).
+    assert_eq!(h.size_classes, [0, 0, 0, 0, 0, 5, 0, 1]);
     assert_eq!(h.unknown_frees, 1);
     assert_eq!(c.totals()[3], (8, 220));
     let t = canon(&snapshot(&c));

@@ -275,6 +275,28 @@ pub struct HeapStats {
     /// their bytes.
     pub temporary_count: u64,
     pub temporary_bytes: u64,
+    /// Allocations that returned a block, by requested size class
+    /// ([`size_class`]), exact; trailing empty classes left out. A job's
+    /// report has the sum over its ranks (not kept per rank).
+    pub size_classes: Vec<u64>,
+}
+
+/// Number of size classes: size 0, then one per bit length 1 to 64.
+pub const SIZE_CLASSES: usize = 65;
+
+/// The size class of an allocation of `size` bytes: 0 for 0 bytes, else
+/// the bit length of `size`, so class `k` holds `2^(k-1) ..= 2^k - 1`.
+pub fn size_class(size: u64) -> usize {
+    (u64::BITS - size.leading_zeros()) as usize
+}
+
+/// The sizes of class `k` (see [`size_class`]), smallest and largest.
+pub fn size_class_range(k: usize) -> (u64, u64) {
+    match k {
+        0 => (0, 0),
+        64.. => (1 << 63, u64::MAX),
+        k => (1 << (k - 1), (1 << k) - 1),
+    }
 }
 
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Default)]
@@ -392,7 +414,11 @@ impl Profile {
             pid: self.meta.pid,
             reason: self.meta.reason.clone(),
             totals: self.totals.clone(),
-            heap: self.heap.clone(),
+            // The size classes are kept for the whole job only.
+            heap: HeapStats {
+                size_classes: Vec::new(),
+                ..self.heap.clone()
+            },
             unwind: self.unwind.clone(),
             tracer: self.tracer.clone(),
             threads: self.meta.threads,

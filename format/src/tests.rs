@@ -91,3 +91,23 @@ fn series_roundtrip_and_validation() {
     bad.series.as_mut().unwrap().bin_ns = 0;
     assert!(bad.validate().is_err());
 }
+
+#[test]
+fn size_classes_are_bit_lengths() {
+    assert_eq!(size_class(0), 0);
+    assert_eq!(size_class(1), 1);
+    assert_eq!((size_class(2), size_class(3)), (2, 2));
+    assert_eq!((size_class(4095), size_class(4096)), (12, 13));
+    assert_eq!(size_class(u64::MAX), 64);
+    for k in 0..SIZE_CLASSES {
+        let (min, max) = size_class_range(k);
+        assert_eq!((size_class(min), size_class(max)), (k, k), "class {k}");
+        if k > 0 {
+            assert_eq!(
+                size_class_range(k - 1).1 + 1,
+                min,
+                "classes {k} and before are adjacent"
+            );
+        }
+    }
+}

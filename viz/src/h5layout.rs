@@ -412,7 +412,8 @@ fn write_heap(g: &Group, h: &HeapStats) -> Result<()> {
     put(g, "unknown_frees", &h.unknown_frees)?;
     put(g, "peak_time_ns", &h.peak_time_ns)?;
     put(g, "temporary_count", &h.temporary_count)?;
-    put(g, "temporary_bytes", &h.temporary_bytes)
+    put(g, "temporary_bytes", &h.temporary_bytes)?;
+    put_rows(g, "size_classes", &h.size_classes)
 }
 
 fn write_unwind(g: &Group, u: &UnwindStats) -> Result<()> {
@@ -750,6 +751,11 @@ fn read_heap(g: &Group) -> Result<HeapStats> {
         peak_time_ns: get(g, "peak_time_ns")?,
         temporary_count: get_opt(g, "temporary_count")?.unwrap_or(0),
         temporary_bytes: get_opt(g, "temporary_bytes")?.unwrap_or(0),
+        size_classes: if g.link_exists("size_classes") {
+            get_rows::<u64>(g, "size_classes")?
+        } else {
+            Vec::new()
+        },
     })
 }
 
@@ -944,6 +950,7 @@ fn read_ranks(g: &Group) -> Result<Vec<RankSummary>> {
                 peak_time_ns: r.peak_time_ns,
                 temporary_count: 0,
                 temporary_bytes: 0,
+                size_classes: Vec::new(),
             },
             unwind: UnwindStats {
                 mode: r.unwind_mode.as_str().to_string(),
@@ -1069,6 +1076,7 @@ mod tests {
             heap: HeapStats {
                 temporary_count: 5,
                 temporary_bytes: 41,
+                size_classes: vec![1, 0, 7, 3],
                 ..HeapStats::default()
             },
             unwind: UnwindStats::default(),
@@ -1193,7 +1201,8 @@ mod tests {
         );
     }
 
-    /// A report of layout 2 has no temporaries: it reads with none. In
+    /// A report of layout 2 has no temporaries and no size classes: it
+    /// reads with none. In
     /// layout 3, a tree's `temporary` must have a row per node.
     #[test]
     fn a_report_without_temporaries_reads_as_none_and_a_short_list_is_corrupt() {
@@ -1203,6 +1212,7 @@ mod tests {
         write(&path, &profile(), &syms).unwrap();
         let (mut want, _) = read_here(&path).unwrap();
         assert_eq!(want.heap.temporary_count, 5);
+        assert_eq!(want.heap.size_classes, [1, 0, 7, 3]);
         assert_eq!(want.ranks[1].heap.temporary_count, 3);
         assert_eq!(want.trees[0].nodes[2].temporary, 3);
         {
@@ -1212,6 +1222,7 @@ mod tests {
             let heap = file.group("heap").unwrap();
             heap.delete_attr("temporary_count").unwrap();
             heap.delete_attr("temporary_bytes").unwrap();
+            heap.unlink("size_classes").unwrap();
             file.group("ranks").unwrap().unlink("temporary").unwrap();
             for name in file.group("trees").unwrap().member_names().unwrap() {
                 let g = file.group(&format!("trees/{name}")).unwrap();
@@ -1220,6 +1231,7 @@ mod tests {
         }
         want.heap.temporary_count = 0;
         want.heap.temporary_bytes = 0;
+        want.heap.size_classes.clear();
         for r in &mut want.ranks {
             r.heap.temporary_count = 0;
             r.heap.temporary_bytes = 0;

@@ -35,6 +35,7 @@ mod report_text;
 mod run;
 mod seal;
 mod sites;
+mod sizes;
 mod slurm;
 mod stacks;
 mod sums;

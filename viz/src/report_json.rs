@@ -2,7 +2,9 @@
 
 use serde::Serialize;
 use serde_json::{json, Map, Value};
-use wmhcct_format::{HeapStats, KindTotal, Profile, RankSummary, Spread, UnwindStats, ALLOC_KINDS};
+use wmhcct_format::{
+    size_class_range, HeapStats, KindTotal, Profile, RankSummary, Spread, UnwindStats, ALLOC_KINDS,
+};
 
 use crate::cli::{Group, SortKey};
 use crate::contexts::{alloc_tree, Context, ContextList};
@@ -45,6 +47,20 @@ fn heap_json(h: &HeapStats) -> Value {
         "temporary_count": h.temporary_count,
         "temporary_bytes": h.temporary_bytes,
     })
+}
+
+/// The size classes of the allocations (the whole job's): each class that
+/// has any, with its smallest and largest size.
+fn sizes_json(h: &HeapStats) -> Value {
+    h.size_classes
+        .iter()
+        .enumerate()
+        .filter(|(_, &n)| n > 0)
+        .map(|(k, &n)| {
+            let (min, max) = size_class_range(k);
+            json!({ "min": min, "max": max, "count": n })
+        })
+        .collect()
 }
 
 /// Totals per entry point: the ten C allocators always, other kinds (MPI
@@ -280,6 +296,7 @@ pub fn render(
         "peak_bytes": p.heap.peak_bytes,
         "live_bytes": p.heap.live_bytes,
         "heap": heap_json(&p.heap),
+        "size_classes": sizes_json(&p.heap),
         "mpi_own": mpi_own,
         "config": {
             "phi": p.config.phi,

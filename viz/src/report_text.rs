@@ -171,6 +171,8 @@ pub fn render(
         let _ = writeln!(s, "{:<16} {:>14} {:>16}", t.kind, t.count, t.bytes);
     }
 
+    crate::sizes::write_text(&mut s, h);
+
     let u = &p.unwind;
     let _ = writeln!(
         s,

@@ -176,6 +176,7 @@ fn sample(prog: Option<&Prog>) -> Profile {
             peak_time_ns: 12345,
             temporary_count: 41,
             temporary_bytes: 2624,
+            size_classes: vec![0, 0, 0, 0, 0, 0, 0, 0, 130],
         },
         unwind: UnwindStats {
             mode: "dwarf".into(),
@@ -273,6 +274,10 @@ fn convert_then_report_json() {
     assert_eq!(v["heap"]["unknown_frees"], 2);
     assert_eq!(v["heap"]["temporary_count"], 41);
     assert_eq!(v["heap"]["temporary_bytes"], 2624);
+    assert_eq!(
+        v["size_classes"],
+        serde_json::json!([{"min": 128, "max": 255, "count": 130}])
+    );
     assert_eq!(v["config"]["phi"], 0.01);
     assert_eq!(v["config"]["exact"], false);
     assert_eq!(v["unwind"]["accuracy"], 0.9);

@@ -205,5 +205,19 @@ pub fn check_pattern(r: &Value, alloc_kind: &str, size_a: u64, size_b: u64) {
         .map(|x| u64_of(&x["heap"]["temporary_count"]))
         .sum();
     assert_eq!(job, per_rank, "the job's temporaries are its ranks'");
+    // The size classes of the whole job: A's 64-byte and B's 256-byte
+    // blocks of every rank among them.
+    let class = |min: u64| {
+        r["size_classes"]
+            .as_array()
+            .and_then(|cs| cs.iter().find(|c| c["min"] == min))
+            .map_or(0, |c| u64_of(&c["count"]))
+    };
+    assert!(class(64) >= PATTERN_K * 10, "{}", r["size_classes"]);
+    assert!(
+        class(256) >= PATTERN_K * PATTERN_RANKS,
+        "{}",
+        r["size_classes"]
+    );
     assert!(job >= PATTERN_K * (10 + PATTERN_RANKS), "{job} temporaries");
 }
