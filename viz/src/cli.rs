@@ -29,8 +29,8 @@ pub enum Command {
     /// Print a report (HDF5 report or raw profile) as text or JSON.
     Report(ReportArgs),
     /// Draw the report's plots (memory over time, event density, hottest
-    /// contexts, peak per rank, flame graph) into a directory; --focus and
-    /// --ignore narrow the hottest-contexts plot only.
+    /// contexts, peak per rank, allocation sizes, flame graph) into a
+    /// directory; --focus and --ignore narrow the hottest-contexts plot only.
     Plot(PlotArgs),
     /// Export a report as collapsed stacks (flamegraph.pl, inferno,
     /// speedscope) or as the report JSON.

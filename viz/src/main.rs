@@ -26,6 +26,7 @@ mod plot_contexts;
 mod plot_events;
 mod plot_memory;
 mod plot_ranks;
+mod plot_sizes;
 mod plot_title;
 mod repeats;
 mod report;

@@ -155,6 +155,18 @@ pub fn run(args: &PlotArgs) -> Result<()> {
         &mut written,
     )
     .with_context(|| ctx(dir))?;
+    if d.profile.heap.size_classes.iter().any(|&n| n > 0) {
+        emit(
+            &crate::plot_sizes::Sizes,
+            &d,
+            dir,
+            args.format,
+            &mut written,
+        )
+        .with_context(|| ctx(dir))?;
+    } else {
+        skipped.push("sizes (the report has no size classes)");
+    }
     let flame = dir.join("flame.svg");
     std::fs::write(&flame, crate::flame::svg(&d)).with_context(|| ctx(&flame))?;
     written.push(flame);

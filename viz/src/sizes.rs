@@ -9,7 +9,7 @@ use wmhcct_format::{size_class_range, HeapStats};
 const BAR: u64 = 30;
 
 /// A power of two in bytes in its unit: `16 B`, `4 KiB`, `2 GiB`.
-fn power_of_two(x: u128) -> String {
+pub fn power_of_two(x: u128) -> String {
     const UNITS: [&str; 7] = ["B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"];
     let mut v = x;
     let mut u = 0;
@@ -22,7 +22,7 @@ fn power_of_two(x: u128) -> String {
 
 /// `16 B – 32 B`: the sizes of class `k`, from the first up to (not
 /// including) the second.
-fn label(k: usize) -> String {
+pub fn label(k: usize) -> String {
     let (min, max) = size_class_range(k);
     if max == 0 {
         return "0 B".into();

@@ -197,7 +197,7 @@ fn check_svg(path: &Path, must: &[&str]) -> String {
     s
 }
 
-const PLOTS: [&str; 4] = ["memory", "events", "contexts", "ranks"];
+const PLOTS: [&str; 5] = ["memory", "events", "contexts", "ranks", "sizes"];
 
 #[test]
 fn single_process_plots() {
@@ -217,6 +217,18 @@ fn single_process_plots() {
     }
     check_svg(&out.join("memory.svg"), &["time (s)", "live heap (MiB)"]);
     check_svg(&out.join("events.svg"), &["events/s"]);
+    // 1000 × 5 blocks of 16, 32, 48, 64 and 80 bytes (and one of 1 MiB):
+    // classes from 16 B (1000), 32 B (2000), 64 B (2000).
+    check_svg(
+        &out.join("sizes.svg"),
+        &[
+            "Allocation sizes",
+            "blocks allocated; most in 32 B – 64 B (40.0%)",
+            "16 B",
+            "1 MiB",
+            "20.0%",
+        ],
+    );
     check_svg(&out.join("flame.svg"), &["solver", "<rect", "malloc"]);
 }
 
@@ -253,6 +265,20 @@ fn report_without_series_still_plots_the_rest() {
     let o = plot(&h5, &out, "png");
     assert!(String::from_utf8_lossy(&o.stdout).contains("no time series"));
     assert!(!out.join("memory.png").exists());
+    check_png(&out.join("sizes.png"));
+
+    // A report without size classes (written before layout 3): no sizes plot.
+    p.heap.size_classes.clear();
+    let h5 = convert(dir.path(), "older", &p);
+    let out = dir.path().join("p-older");
+    let o = plot(&h5, &out, "png");
+    assert!(
+        String::from_utf8_lossy(&o.stdout)
+            .contains("skipped sizes (the report has no size classes)"),
+        "{}",
+        String::from_utf8_lossy(&o.stdout)
+    );
+    assert!(!out.join("sizes.png").exists());
     check_png(&out.join("contexts.png"));
     check_png(&out.join("ranks.png"));
     assert!(out.join("flame.svg").is_file());
