@@ -22,6 +22,7 @@ mod merge;
 mod mpi_internal;
 mod output;
 mod plot;
+mod plot_columns;
 mod plot_contexts;
 mod plot_events;
 mod plot_memory;

@@ -119,51 +119,22 @@ pub fn run(args: &PlotArgs) -> Result<()> {
     let mut written = Vec::new();
     let mut skipped = Vec::new();
     let ctx = |p: &Path| p.display().to_string();
+    // Each plot into PNG and/or SVG files, named in `written`.
+    macro_rules! draw {
+        ($plot:expr) => {
+            emit(&$plot, &d, dir, args.format, &mut written).with_context(|| ctx(dir))?
+        };
+    }
     if d.profile.series.as_ref().is_some_and(|s| !s.is_empty()) {
-        emit(
-            &crate::plot_memory::Memory,
-            &d,
-            dir,
-            args.format,
-            &mut written,
-        )
-        .with_context(|| ctx(dir))?;
-        emit(
-            &crate::plot_events::Events,
-            &d,
-            dir,
-            args.format,
-            &mut written,
-        )
-        .with_context(|| ctx(dir))?;
+        draw!(crate::plot_memory::Memory);
+        draw!(crate::plot_events::Events);
     } else {
         skipped.push("memory and events (the report has no time series)");
     }
-    emit(
-        &crate::plot_contexts::Contexts,
-        &d,
-        dir,
-        args.format,
-        &mut written,
-    )
-    .with_context(|| ctx(dir))?;
-    emit(
-        &crate::plot_ranks::Ranks,
-        &d,
-        dir,
-        args.format,
-        &mut written,
-    )
-    .with_context(|| ctx(dir))?;
+    draw!(crate::plot_contexts::Contexts);
+    draw!(crate::plot_ranks::Ranks);
     if d.profile.heap.size_classes.iter().any(|&n| n > 0) {
-        emit(
-            &crate::plot_sizes::Sizes,
-            &d,
-            dir,
-            args.format,
-            &mut written,
-        )
-        .with_context(|| ctx(dir))?;
+        draw!(crate::plot_sizes::Sizes);
     } else {
         skipped.push("sizes (the report has no size classes)");
     }

@@ -6,7 +6,8 @@ use plotters::coord::Shift;
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 
-use crate::plot::{font, mib, pe, upper, Data, Plot};
+use crate::plot::{font, mib, pe, Data, Plot};
+use crate::plot_columns::{columns, Axes};
 use crate::plot_title::title;
 
 pub struct Ranks;
@@ -97,47 +98,23 @@ fn bars<DB: DrawingBackend>(
 where
     DB::ErrorType: 'static,
 {
-    let n = v.len();
-    let ranks: Vec<u32> = v.iter().map(|r| r.0).collect();
-    let mut chart = ChartBuilder::on(area)
-        .margin(16)
-        .x_label_area_size(50)
-        .y_label_area_size(80)
-        .build_cartesian_2d(
-            (0..n - 1).into_segmented(),
-            0f64..upper(mib(max_peak as f64)),
-        )
-        .map_err(pe)?;
-    chart
-        .configure_mesh()
-        .disable_x_mesh()
-        .x_labels(n.min(32))
-        .x_label_formatter(&|x| match x {
-            SegmentValue::CenterOf(k) | SegmentValue::Exact(k) if *k < n => ranks[*k].to_string(),
-            _ => String::new(),
-        })
-        .x_desc("rank")
-        .y_desc("peak heap (MiB)")
-        .label_style(font(13))
-        .axis_desc_style(font(15))
-        .draw()
-        .map_err(pe)?;
     let blue = RGBColor(31, 119, 180);
     let red = RGBColor(214, 39, 40);
-    chart
-        .draw_series(v.iter().enumerate().map(|(k, &(r, peak))| {
-            let c = if r == max_rank { red } else { blue };
-            let mut bar = Rectangle::new(
-                [
-                    (SegmentValue::Exact(k), 0.0),
-                    (SegmentValue::Exact(k + 1), mib(peak as f64)),
-                ],
-                c.mix(0.85).filled(),
-            );
-            bar.set_margin(0, 0, 2, 2);
-            bar
-        }))
-        .map_err(pe)?;
+    let heights: Vec<(f64, RGBColor)> = v
+        .iter()
+        .map(|&(r, peak)| (mib(peak as f64), if r == max_rank { red } else { blue }))
+        .collect();
+    let mut chart = columns(
+        area,
+        &heights,
+        &Axes {
+            x_desc: "rank",
+            y_desc: "peak heap (MiB)",
+            x_label: &|k| v[k].0.to_string(),
+            x_labels: 32,
+            y_label: None,
+        },
+    )?;
     if let Some(k) = v.iter().position(|r| r.0 == max_rank) {
         chart
             // Centred just above the bar (a text's anchor is its top left

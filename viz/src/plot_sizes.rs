@@ -7,7 +7,8 @@ use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 use wmhcct_format::size_class_range;
 
-use crate::plot::{font, pe, short_number, upper, Data, Plot};
+use crate::plot::{font, pe, short_number, Data, Plot};
+use crate::plot_columns::{columns, Axes};
 use crate::plot_title::title;
 use crate::sizes::{label, power_of_two};
 
@@ -45,44 +46,19 @@ impl Plot for Sizes {
         );
         let (head, body) = area.split_vertically(30);
         head.draw_text(&note, &font(15), (20, 6)).map_err(pe)?;
-        let n = shown.len();
-        let mut chart = ChartBuilder::on(&body)
-            .margin(16)
-            .x_label_area_size(50)
-            .y_label_area_size(80)
-            .build_cartesian_2d((0..n - 1).into_segmented(), 0f64..upper(most as f64))
-            .map_err(pe)?;
-        chart
-            .configure_mesh()
-            .disable_x_mesh()
-            .x_labels(n.min(40))
-            .x_label_formatter(&|x| match x {
-                SegmentValue::CenterOf(k) | SegmentValue::Exact(k) if *k < n => {
-                    power_of_two(size_class_range(first + *k).0 as u128)
-                }
-                _ => String::new(),
-            })
-            .y_label_formatter(&|v| short_number(*v))
-            .x_desc("requested size (each bar: from its size up to twice it)")
-            .y_desc("blocks allocated")
-            .label_style(font(13))
-            .axis_desc_style(font(15))
-            .draw()
-            .map_err(pe)?;
         let blue = RGBColor(31, 119, 180);
-        chart
-            .draw_series(shown.iter().enumerate().map(|(k, &count)| {
-                let mut bar = Rectangle::new(
-                    [
-                        (SegmentValue::Exact(k), 0.0),
-                        (SegmentValue::Exact(k + 1), count as f64),
-                    ],
-                    blue.mix(0.85).filled(),
-                );
-                bar.set_margin(0, 0, 2, 2);
-                bar
-            }))
-            .map_err(pe)?;
+        let heights: Vec<(f64, RGBColor)> = shown.iter().map(|&n| (n as f64, blue)).collect();
+        let mut chart = columns(
+            &body,
+            &heights,
+            &Axes {
+                x_desc: "requested size (each bar: from its size up to twice it)",
+                y_desc: "blocks allocated",
+                x_label: &|k| power_of_two(size_class_range(first + k).0 as u128),
+                x_labels: 40,
+                y_label: Some(&|v| short_number(*v)),
+            },
+        )?;
         chart
             .draw_series(
                 shown

@@ -1,0 +1,76 @@
+//! A column chart (one bar per value, labelled under the axis), shared by
+//! the peak-per-rank and the allocation-sizes plots.
+
+use anyhow::Result;
+use plotters::coord::ranged1d::SegmentedCoord;
+use plotters::coord::types::{RangedCoordf64, RangedCoordusize};
+use plotters::coord::Shift;
+use plotters::prelude::*;
+
+use crate::plot::{font, pe, upper};
+
+/// The chart [`columns`] draws into: bar `k` spans segment `k`.
+pub type ColumnChart<'a, DB> =
+    ChartContext<'a, DB, Cartesian2d<SegmentedCoord<RangedCoordusize>, RangedCoordf64>>;
+
+/// What the axes say.
+pub struct Axes<'f> {
+    pub x_desc: &'f str,
+    pub y_desc: &'f str,
+    /// Label of bar `k`.
+    pub x_label: &'f dyn Fn(usize) -> String,
+    /// At most this many bar labels.
+    pub x_labels: usize,
+    /// The y axis' labels (plotters' own when `None`).
+    pub y_label: Option<&'f dyn Fn(&f64) -> String>,
+}
+
+/// Bars of `(height, colour)` on `area`, from 0 up to a little above the
+/// highest; returns the chart, for the caller's annotations.
+pub fn columns<'a, DB: DrawingBackend>(
+    area: &'a DrawingArea<DB, Shift>,
+    bars: &[(f64, RGBColor)],
+    axes: &Axes,
+) -> Result<ColumnChart<'a, DB>>
+where
+    DB::ErrorType: 'static,
+{
+    let n = bars.len().max(1);
+    let top = bars.iter().map(|b| b.0).fold(0.0, f64::max);
+    let mut chart = ChartBuilder::on(area)
+        .margin(16)
+        .x_label_area_size(50)
+        .y_label_area_size(80)
+        .build_cartesian_2d((0..n - 1).into_segmented(), 0f64..upper(top))
+        .map_err(pe)?;
+    let x_label = |x: &SegmentValue<usize>| match x {
+        SegmentValue::CenterOf(k) | SegmentValue::Exact(k) if *k < n => (axes.x_label)(*k),
+        _ => String::new(),
+    };
+    let mut mesh = chart.configure_mesh();
+    mesh.disable_x_mesh()
+        .x_labels(n.min(axes.x_labels))
+        .x_label_formatter(&x_label)
+        .x_desc(axes.x_desc)
+        .y_desc(axes.y_desc)
+        .label_style(font(13))
+        .axis_desc_style(font(15));
+    if let Some(y) = axes.y_label {
+        mesh.y_label_formatter(y);
+    }
+    mesh.draw().map_err(pe)?;
+    chart
+        .draw_series(bars.iter().enumerate().map(|(k, &(height, colour))| {
+            let mut bar = Rectangle::new(
+                [
+                    (SegmentValue::Exact(k), 0.0),
+                    (SegmentValue::Exact(k + 1), height),
+                ],
+                colour.mix(0.85).filled(),
+            );
+            bar.set_margin(0, 0, 2, 2);
+            bar
+        }))
+        .map_err(pe)?;
+    Ok(chart)
+}
