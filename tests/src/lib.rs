@@ -266,6 +266,14 @@ pub fn run_plain<S: AsRef<OsStr>>(exe: impl AsRef<OsStr>, args: &[S], dir: &Path
     run_cmd(&mut command(exe, args, dir), TIMEOUT)
 }
 
+/// What `wmhcct ARGS` prints, run in `dir` without the tracer; it must
+/// exit 0.
+pub fn cli_out(dir: &Path, args: &[&str]) -> String {
+    let r = run_plain(bin(), args, dir);
+    assert_eq!(r.code, 0, "wmhcct {args:?}: {}", r.describe());
+    r.stdout
+}
+
 /// Run `exe args` with `LD_PRELOAD=libwmhcct.so`, `WMHCCT_OUT=report` and
 /// `env`.
 pub fn run_traced<S: AsRef<OsStr>>(

@@ -25,9 +25,7 @@ fn exact_report(w: &WorkDir, src: &str, dir: &str, extra: &[&str]) -> String {
 
 /// The standard output of `wmhcct ARGS`, which must succeed.
 fn wmhcct_out(w: &WorkDir, args: &[&str]) -> String {
-    let r = run_plain(bin(), args, &w.path);
-    assert_eq!(r.code, 0, "{args:?}: {}", r.describe());
-    r.stdout
+    cli_out(&w.path, args)
 }
 
 /// The JSON `wmhcct ARGS` prints.

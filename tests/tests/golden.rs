@@ -10,8 +10,6 @@
 //! committing.
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
-use std::time::Duration;
 
 use wmhcct_e2e::*;
 
@@ -52,15 +50,8 @@ fn golden(name: &str) -> PathBuf {
 }
 
 fn output(report: &Path, args: &[&str]) -> String {
-    let out = run_cmd(
-        Command::new(bin())
-            .args(args)
-            .arg(report)
-            .env_remove("LD_PRELOAD"),
-        Duration::from_secs(120),
-    );
-    assert_eq!(out.code, 0, "wmhcct {args:?}: {}", out.describe());
-    out.stdout
+    let report = report.to_str().unwrap();
+    cli_out(&root(), &[args, &[report]].concat())
 }
 
 /// The first line where `got` and `want` differ, with its neighbours.

@@ -2,8 +2,6 @@
 //! its power-of-two size class (tests/programs/temporaries.c, whose sizes
 //! are known), in the JSON and in the text report's table.
 
-use std::process::Command;
-
 use serde_json::Value;
 use wmhcct_e2e::*;
 
@@ -55,15 +53,8 @@ fn size_classes_count_every_block_by_its_size() {
     .sum();
     assert_eq!(blocks, calls, "{classes:?}");
 
-    let out = run_cmd(
-        Command::new(bin())
-            .args(["report", h5.to_str().unwrap()])
-            .env_remove("LD_PRELOAD"),
-        std::time::Duration::from_secs(60),
-    );
-    assert_eq!(out.code, 0, "{}", out.describe());
-    let table: Vec<&str> = out
-        .stdout
+    let text = cli_out(&w.path, &["report", h5.to_str().unwrap()]);
+    let table: Vec<&str> = text
         .lines()
         .skip_while(|l| !l.starts_with("sizes allocated"))
         .skip(1)
@@ -74,11 +65,11 @@ fn size_classes_count_every_block_by_its_size() {
             .iter()
             .any(|l| l.starts_with("  64 B – 128 B ") && l.ends_with(&"#".repeat(30))),
         "the largest class has the longest bar:\n{}",
-        out.stdout
+        text
     );
     assert!(
         table.iter().any(|l| l.starts_with("  4 KiB – 8 KiB ")),
         "{}",
-        out.stdout
+        text
     );
 }

@@ -4,8 +4,6 @@
 //! placements; `--by temporary` and `export --weight temporary` show them;
 //! and bounded memory (contexts evicted) leaves the total exact.
 
-use std::process::Command;
-
 use serde_json::Value;
 use wmhcct_e2e::*;
 
@@ -37,15 +35,6 @@ fn through(r: &Value, kind: &str, function: &str, key: &str) -> u64 {
         .iter()
         .map(|c| u64_of(&c[key]))
         .sum()
-}
-
-fn cli(args: &[&str]) -> String {
-    let out = run_cmd(
-        Command::new(bin()).args(args).env_remove("LD_PRELOAD"),
-        std::time::Duration::from_secs(120),
-    );
-    assert_eq!(out.code, 0, "wmhcct {args:?}: {}", out.describe());
-    out.stdout
 }
 
 #[test]
@@ -87,7 +76,10 @@ fn temporary_allocations_are_counted_exactly_in_total_and_per_context() {
         assert!(bytes >= EXPECTED_BYTES, "{placement}: {bytes} bytes");
         totals.push((count, bytes));
 
-        let text = cli(&["report", "--by", "temporary", h5.to_str().unwrap()]);
+        let text = cli_out(
+            &w.path,
+            &["report", "--by", "temporary", h5.to_str().unwrap()],
+        );
         assert!(
             text.contains(&format!("{count} temporary allocations (")),
             "{text}"
@@ -100,14 +92,17 @@ fn temporary_allocations_are_counted_exactly_in_total_and_per_context() {
             first.starts_with("calloc") && first.contains("temporary 4000"),
             "{placement}: #1 by temporaries should be churn_thread's calloc:\n{text}"
         );
-        let folded = cli(&[
-            "export",
-            "--format",
-            "folded",
-            "--weight",
-            "temporary",
-            h5.to_str().unwrap(),
-        ]);
+        let folded = cli_out(
+            &w.path,
+            &[
+                "export",
+                "--format",
+                "folded",
+                "--weight",
+                "temporary",
+                h5.to_str().unwrap(),
+            ],
+        );
         for line in [
             ";churn;malloc 3000",
             ";batch;malloc 200",
@@ -129,10 +124,10 @@ fn temporary_allocations_are_counted_exactly_in_total_and_per_context() {
     assert_eq!(traced.code, 0, "{}", traced.describe());
     let once = w.join("temporaries-inline.h5");
     let (a, b) = (once.to_str().unwrap(), twice.to_str().unwrap());
-    let d: Value = serde_json::from_str(&cli(&["diff", "--json", a, b])).unwrap();
+    let d: Value = serde_json::from_str(&cli_out(&w.path, &["diff", "--json", a, b])).unwrap();
     assert_eq!(u64_of(&d["a"]["temporary_count"]), totals[0].0);
     assert_eq!(u64_of(&d["b"]["temporary_count"]), totals[0].0 + 3000);
-    let text = cli(&["diff", a, b]);
+    let text = cli_out(&w.path, &["diff", a, b]);
     assert!(
         text.lines()
             .any(|l| l.starts_with("temporary:") && l.contains("+3000")),
