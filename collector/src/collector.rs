@@ -265,20 +265,14 @@ impl Collector {
     }
 
     /// A free-type event: counted in `kind`'s totals (bytes: the block's
-    /// size, when known). Returns the block's size if known.
-    pub fn on_free(&mut self, kind: u16, ptr: u64, t_ns: u64) -> Option<u64> {
-        let size = self.release(ptr, t_ns);
-        self.count_call(kind, size.unwrap_or(0));
-        size
-    }
-
-    /// Like `on_free`, for a free of a *temporary* allocation: the freeing
-    /// thread's latest allocation, with no other allocation of that thread
-    /// in between (the caller tells). Counted in the heap's temporaries and
-    /// in its context's, when the block is known.
-    pub fn on_temporary_free(&mut self, kind: u16, ptr: u64, t_ns: u64) -> Option<u64> {
+    /// size, when known). `temporary`: the block is the freeing thread's
+    /// latest allocation, with no other allocation of that thread in
+    /// between (the caller tells); a known block is then counted in the
+    /// heap's temporaries and in its context's. Returns the block's size if
+    /// known.
+    pub fn on_free(&mut self, kind: u16, ptr: u64, t_ns: u64, temporary: bool) -> Option<u64> {
         let block = self.release_block(ptr, t_ns);
-        if let Some(b) = block {
+        if let (Some(b), true) = (block, temporary) {
             self.heap.temporary_count = self.heap.temporary_count.saturating_add(1);
             self.heap.temporary_bytes = self.heap.temporary_bytes.saturating_add(b.size);
             self.hcct.note_temporary(b.node, b.gen);

@@ -82,8 +82,7 @@ pub enum Event<'a> {
         t_ns: u64,
         frames: &'a [u64],
     },
-    /// [`Collector::on_free`], or [`Collector::on_temporary_free`] when
-    /// `temporary`.
+    /// [`Collector::on_free`].
     Free {
         kind: u16,
         ptr: u64,
@@ -246,11 +245,7 @@ impl Event<'_> {
                 },
                 _,
             ) => {
-                if temporary {
-                    c.on_temporary_free(kind, ptr, t_ns);
-                } else {
-                    c.on_free(kind, ptr, t_ns);
-                }
+                c.on_free(kind, ptr, t_ns, temporary);
             }
             (
                 Event::Realloc {
@@ -582,11 +577,7 @@ mod tests {
                     Op::Free { slot, temporary } => {
                         let ptr = if live.is_empty() { 0 } else { live.swap_remove(slot % live.len()) };
                         let ev = Event::Free { kind: 4, ptr, t_ns, temporary };
-                        if temporary {
-                            direct.on_temporary_free(4, ptr, t_ns);
-                        } else {
-                            direct.on_free(4, ptr, t_ns);
-                        }
+                        direct.on_free(4, ptr, t_ns, temporary);
                         push(&ev, &mut buf);
                     }
                 }

@@ -70,7 +70,7 @@ proptest! {
                 }
                 5 | 6 if !blocks.is_empty() => {
                     let (p, s, ctx) = blocks.swap_remove(i % blocks.len());
-                    prop_assert_eq!(c.on_free(3, p, t), Some(s));
+                    prop_assert_eq!(c.on_free(3, p, t, false), Some(s));
                     *ctx_live.get_mut(&ctx).unwrap() -= s;
                     live -= s;
                 }
@@ -96,7 +96,7 @@ proptest! {
                     live += size;
                 }
                 _ => {
-                    prop_assert_eq!(c.on_free(3, 0xdead_0000 + size * 16, t), None);
+                    prop_assert_eq!(c.on_free(3, 0xdead_0000 + size * 16, t, false), None);
                     if i % 5 == 0 {
                         c.release_cursor(&mut curs[i % 2]);
                     }
@@ -121,9 +121,9 @@ fn totals_and_unknown_frees() {
     c.on_alloc(&mut cur, 0, &[0x5000, 0x4000], 9, 0, 7, 2); // failed, hint too large
     c.on_alloc(&mut cur, 1, &[], 0, 0x200, 20, 3);
     c.count_call(3, 0); // free(NULL)
-    assert_eq!(c.on_free(3, 0x100, 4), Some(10));
-    assert_eq!(c.on_free(3, 0x999, 5), None);
-    assert_eq!(c.on_free(3, 0, 6), None);
+    assert_eq!(c.on_free(3, 0x100, 4, false), Some(10));
+    assert_eq!(c.on_free(3, 0x999, 5, false), None);
+    assert_eq!(c.on_free(3, 0, 6, false), None);
     assert_eq!(c.release(0x777, 7), None);
     c.count_call(500, 1); // out-of-table kind: counted, no panic
     let t = c.totals();
@@ -152,7 +152,7 @@ fn duplicate_address_replaces_the_stale_block() {
     c.on_alloc(&mut cur, 0, &[0x6000], 0, 0x100, 3, 2);
     let h = c.heap_stats();
     assert_eq!((h.live_bytes, h.live_blocks), (3, 1));
-    assert_eq!(c.on_free(3, 0x100, 3), Some(3));
+    assert_eq!(c.on_free(3, 0x100, 3, false), Some(3));
     assert_eq!(c.heap_stats().live_bytes, 0);
 }
 
@@ -183,13 +183,13 @@ fn temporary_frees_are_counted_in_the_heap_and_in_their_context() {
     let keep = [0x6000u64, 0x4000];
     for i in 0..5u64 {
         c.on_alloc(&mut cur, 0, &churn, 0, 0x100 + i * 0x40, 24, i);
-        assert_eq!(c.on_temporary_free(3, 0x100 + i * 0x40, i), Some(24));
+        assert_eq!(c.on_free(3, 0x100 + i * 0x40, i, true), Some(24));
     }
     c.on_alloc(&mut cur, 0, &keep, 0, 0x900, 100, 10);
-    assert_eq!(c.on_free(3, 0x900, 11), Some(100));
+    assert_eq!(c.on_free(3, 0x900, 11, false), Some(100));
     // A temporary free of a pointer never seen: a call, no temporary.
-    assert_eq!(c.on_temporary_free(3, 0x999, 12), None);
-    assert_eq!(c.on_temporary_free(3, 0, 13), None);
+    assert_eq!(c.on_free(3, 0x999, 12, true), None);
+    assert_eq!(c.on_free(3, 0, 13, true), None);
     let h = c.heap_stats();
     assert_eq!((h.temporary_count, h.temporary_bytes), (5, 120));
     // Five blocks of 24 bytes (class 5: 16 to 31), one of 100 (class 7).
@@ -210,7 +210,7 @@ fn a_temporary_free_of_an_evicted_context_counts_in_the_heap_only() {
     for i in 0..4u64 {
         c.on_alloc(&mut cur, 0, &[0x6000], 0, 0x200 + i * 0x40, 16, 2 + i);
     }
-    assert_eq!(c.on_temporary_free(3, 0x100, 9), Some(8));
+    assert_eq!(c.on_free(3, 0x100, 9, true), Some(8));
     let h = c.heap_stats();
     assert_eq!((h.temporary_count, h.temporary_bytes), (1, 8));
     let t = snapshot(&c);

@@ -21,7 +21,7 @@ fn feed(c: &mut Collector, st: &[Vec<u64>], picks: &[(usize, u64)], truth: &mut 
         c.on_alloc(&mut cur, 0, &st[i], 0, base + 16 * e as u64, size, e as u64);
         if e % 3 == 0 {
             // Every third block is a temporary (node counts merge by sum).
-            c.on_temporary_free(3, base + 16 * e as u64, e as u64);
+            c.on_free(3, base + 16 * e as u64, e as u64, true);
         }
         let t = truth.entry(context(&st[i], 0)).or_default();
         t.0 += 1;

@@ -37,7 +37,7 @@ fn rank_program(r: u64) -> Collector {
         let t = ms * 1_000_000;
         ptr += 64;
         c.on_alloc(&mut cur, 0, &[0x10, 0x20], 0, ptr, 100, t);
-        c.on_free(3, ptr, t + 10);
+        c.on_free(3, ptr, t + 10, false);
         if ms == 300 {
             c.on_alloc(
                 &mut cur,
@@ -50,7 +50,7 @@ fn rank_program(r: u64) -> Collector {
             );
         }
         if ms == 600 {
-            c.on_free(3, 0xdead_0000, t + 1);
+            c.on_free(3, 0xdead_0000, t + 1, false);
         }
         if ms % 100 == 0 {
             c.record_mpi_event(t + 2);

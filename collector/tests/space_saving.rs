@@ -279,8 +279,8 @@ proptest! {
             slow.on_alloc(&mut cs[th], kind, &st[i], 0, ptr, size, e as u64);
             prev[th] = Some(i);
             if e % 7 == 3 {
-                fast.on_free(3, ptr, e as u64);
-                slow.on_free(3, ptr, e as u64);
+                fast.on_free(3, ptr, e as u64, false);
+                slow.on_free(3, ptr, e as u64, false);
             }
             if e % 97 == 50 {
                 fast.release_cursor(&mut cf[th]);

@@ -462,22 +462,19 @@ mod tests {
                 frames: &f,
             };
             // Every sixth free a temporary one, through the ring as well.
+            let (freed, temporary) = (if i % 3 == 0 { ptr } else { 0 }, i % 6 == 0);
             let free = Event::Free {
                 kind: 4,
-                ptr: if i % 3 == 0 { ptr } else { 0 },
+                ptr: freed,
                 t_ns: i,
-                temporary: i % 6 == 0,
+                temporary,
             };
             words += (alloc.len() + free.len()) as u64;
             p.push(&mut p.front.lock(), &core, &alloc);
             p.push(&mut p.front.lock(), &core, &free);
             direct_cursor.stamp_next(i);
             direct.on_alloc(&mut direct_cursor, 1, &f, 0, ptr, i % 97, i);
-            if i % 6 == 0 {
-                direct.on_temporary_free(4, ptr, i);
-            } else {
-                direct.on_free(4, if i % 3 == 0 { ptr } else { 0 }, i);
-            }
+            direct.on_free(4, freed, i, temporary);
         }
         assert!(words > 4 * RING_WORDS as u64, "{words} words");
         p.publish(&p.front.lock());

@@ -664,13 +664,10 @@ pub fn on_free_kind(g: &Guard, kind: AllocKind, ptr: *mut c_void) {
         p.push(&mut p.front.lock(), &t.core, &ev);
         return;
     }
-    let mut core = t.core.lock();
-    if temporary {
-        core.collector
-            .on_temporary_free(kind as u16, ptr as u64, now);
-    } else {
-        core.collector.on_free(kind as u16, ptr as u64, now);
-    }
+    t.core
+        .lock()
+        .collector
+        .on_free(kind as u16, ptr as u64, now, temporary);
 }
 
 /// Whether freeing `ptr` now frees a temporary allocation: the thread's
@@ -797,7 +794,7 @@ fn deferred(g: &Guard) {
                 Op::Alloc { kind, ptr: 0, .. } => c.count_call(kind, 0),
                 Op::Alloc { kind, ptr, size } => c.on_alloc_untraced(kind, ptr, size, now),
                 Op::Free { kind, ptr } => {
-                    c.on_free(kind, ptr, now);
+                    c.on_free(kind, ptr, now, false);
                 }
                 Op::Realloc {
                     kind,

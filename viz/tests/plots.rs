@@ -54,7 +54,7 @@ fn rank_profile(rank: u32, nranks: u32, scale: u64) -> Profile {
                 size,
                 t + k,
             );
-            c.on_free(3, ptr, t + 100 + k);
+            c.on_free(3, ptr, t + 100 + k, false);
         }
         if ms == 300 {
             c.on_alloc(
@@ -68,7 +68,7 @@ fn rank_profile(rank: u32, nranks: u32, scale: u64) -> Profile {
             );
         }
         if ms == 600 {
-            c.on_free(3, 0xbeef_0000, t + 1);
+            c.on_free(3, 0xbeef_0000, t + 1, false);
         }
         if ms % 10 == 0 {
             c.record_mpi_event(t + 50);

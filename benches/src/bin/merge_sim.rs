@@ -171,7 +171,7 @@ fn base_profile(p: &Params, seed: u64) -> Profile {
             t,
         );
         if e >= LIVE {
-            c.on_free(3, 0x1000_0000 + 64 * (e - LIVE), t);
+            c.on_free(3, 0x1000_0000 + 64 * (e - LIVE), t, false);
         }
         if e % 100 == 0 {
             // An MPI call every 100 events, from one of a few contexts.

@@ -60,7 +60,7 @@ fn inline(threads: usize, events: usize) -> f64 {
                         let p = address(t, i);
                         let mut g = c.lock().unwrap();
                         g.on_alloc(&mut cur, KIND_MALLOC, &f, e.unchanged, p, e.size, 0);
-                        g.on_free(KIND_FREE, p, 0);
+                        g.on_free(KIND_FREE, p, 0, false);
                     }
                 })
             })
@@ -103,7 +103,7 @@ fn packets(threads: usize, events: usize) -> f64 {
                     let f = &p.frames[at..at + n];
                     at += n;
                     c.on_alloc(cur, KIND_MALLOC, f, unchanged, addr, size, 0);
-                    c.on_free(KIND_FREE, addr, 0);
+                    c.on_free(KIND_FREE, addr, 0, false);
                 }
             }
             c.live_blocks()
