@@ -233,6 +233,7 @@ pub fn merge(a: Profile, b: Profile, capacity: usize) -> Profile {
         heap: b_heap,
         unwind: b_unwind,
         tracer: b_tracer,
+        resident: b_resident,
         meta: b_meta,
         ranks: b_ranks,
         series: b_series,
@@ -263,6 +264,7 @@ pub fn merge(a: Profile, b: Profile, capacity: usize) -> Profile {
     out.tracer.collector_bytes += b_tracer.collector_bytes;
     out.tracer.ptr_table_peak = out.tracer.ptr_table_peak.max(b_tracer.ptr_table_peak);
     out.tracer.untraced_events += b_tracer.untraced_events;
+    out.resident = out.resident + b_resident;
     out.meta.threads += b_meta.threads;
     out.meta.start_unix_ns = out.meta.start_unix_ns.min(b_meta.start_unix_ns);
     out.meta.end_unix_ns = out.meta.end_unix_ns.max(b_meta.end_unix_ns);

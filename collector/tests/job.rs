@@ -11,7 +11,7 @@ use proptest::prelude::*;
 use wmhcct_collector::job;
 use wmhcct_collector::query::hcct_mask;
 use wmhcct_collector::{Collector, Cursor};
-use wmhcct_format::{Config, FrameKey, KindTotal, Meta, Profile, Tree};
+use wmhcct_format::{Config, FrameKey, KindTotal, Meta, Profile, Resident, Tree};
 
 type Truth = HashMap<Vec<FrameKey>, u64>;
 
@@ -43,6 +43,11 @@ fn rank_profile(c: &Collector, rank: u32, nranks: u32, epsilon: f64, exact: bool
             })
             .collect(),
         heap: c.heap_stats(),
+        resident: Resident {
+            peak_bytes: (10 + u64::from(rank)) << 20,
+            end_bytes: 8 << 20,
+            tracer_peak_bytes: 1 << 20,
+        },
         trees: vec![snapshot(c)],
         ..Profile::default()
     }
@@ -112,7 +117,17 @@ fn four_ranks_pattern_has_exact_totals_and_spreads() {
     // The per-rank scalars stay exact.
     for r in &p.ranks {
         assert_eq!(r.totals[0].count, (r.rank as u64 + 1) * K + K);
+        assert_eq!(r.resident.peak_bytes, (10 + u64::from(r.rank)) << 20);
     }
+    // The job's resident figures are the sums of the ranks'.
+    assert_eq!(
+        (
+            p.resident.peak_bytes,
+            p.resident.end_bytes,
+            p.resident.tracer_peak_bytes
+        ),
+        (46 << 20, 32 << 20, 4 << 20)
+    );
 }
 
 #[test]

@@ -99,6 +99,8 @@ pub struct Profile {
     pub heap: HeapStats,
     pub unwind: UnwindStats,
     pub tracer: TracerStats,
+    /// The process's resident memory (a job's: sums over its ranks).
+    pub resident: Resident,
     /// Calling context trees; `trees[0]` is the allocation tree (`name == "alloc"`),
     /// `trees[1]`, when present, the MPI tree (`name == "mpi"`, kinds [`MPI_KINDS`]).
     pub trees: Vec<Tree>,
@@ -120,6 +122,7 @@ pub struct RankSummary {
     pub heap: HeapStats,
     pub unwind: UnwindStats,
     pub tracer: TracerStats,
+    pub resident: Resident,
     pub threads: u32,
 }
 
@@ -328,6 +331,44 @@ pub struct TracerStats {
     pub untraced_events: u64,
 }
 
+/// The process's resident memory, from Linux's `/proc/self/status`, read
+/// when the profile was taken (before the tracer builds it): all the
+/// process held in RAM, heap or not (static arrays, stacks, the MPI
+/// library's buffers and shared segments, mapped files), the tracer's own
+/// memory included. 0: not known (not Linux, or a report of layout 3 or
+/// older). A job's profile holds sums over its ranks; `RankSummary` keeps
+/// each rank's.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub struct Resident {
+    /// Peak resident set size (`VmHWM`), bytes.
+    pub peak_bytes: u64,
+    /// Resident set size (`VmRSS`) when the profile was taken, bytes.
+    pub end_bytes: u64,
+    /// Peak of the bytes the tracer's own allocations held: the part of the
+    /// peak that is at most the tracer's heap.
+    pub tracer_peak_bytes: u64,
+}
+
+/// Two disjoint sets of ranks.
+impl std::ops::Add for Resident {
+    type Output = Resident;
+
+    fn add(self, o: Resident) -> Resident {
+        Resident {
+            peak_bytes: self.peak_bytes + o.peak_bytes,
+            end_bytes: self.end_bytes + o.end_bytes,
+            tracer_peak_bytes: self.tracer_peak_bytes + o.tracer_peak_bytes,
+        }
+    }
+}
+
+impl Resident {
+    /// Whether the figures were read (Linux, layout 4 or later).
+    pub fn known(&self) -> bool {
+        self.peak_bytes != 0
+    }
+}
+
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Default)]
 pub struct Tree {
     /// "alloc" for the allocation tree.
@@ -421,6 +462,7 @@ impl Profile {
             },
             unwind: self.unwind.clone(),
             tracer: self.tracer.clone(),
+            resident: self.resident,
             threads: self.meta.threads,
         }
     }

@@ -40,6 +40,7 @@ unsafe impl GlobalAlloc for LibcAllocator {
             // The program exhausted memory: do not abort it for our sake.
             return crate::reserve::emergency_alloc(layout.size(), layout.align());
         }
+        crate::own_heap::grew(layout.size());
         p
     }
 
@@ -55,6 +56,7 @@ unsafe impl GlobalAlloc for LibcAllocator {
                 // Reserve pages are fresh and never reused: already zero.
                 return crate::reserve::emergency_alloc(layout.size(), layout.align());
             }
+            crate::own_heap::grew(layout.size());
             p
         } else {
             // SAFETY: as `alloc`, then zero the fresh block.
@@ -68,12 +70,14 @@ unsafe impl GlobalAlloc for LibcAllocator {
         }
     }
 
-    unsafe fn dealloc(&self, ptr: *mut u8, _layout: Layout) {
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
         // Inside the SIGTERM handler nothing goes back to glibc (the
-        // process is about to die); reserve blocks never do.
+        // process is about to die); reserve blocks never do. Only glibc's
+        // blocks are counted (`own_heap`).
         if crate::reserve::handler_on() || crate::reserve::contains(ptr as usize) {
             return;
         }
+        crate::own_heap::shrank(layout.size());
         // SAFETY: `ptr` came from this allocator.
         unsafe { __libc_free(ptr.cast()) }
     }
@@ -86,6 +90,10 @@ unsafe impl GlobalAlloc for LibcAllocator {
             // SAFETY: `ptr` came from __libc_malloc/calloc/realloc.
             let p: *mut u8 = unsafe { __libc_realloc(ptr.cast(), new_size).cast() };
             if !p.is_null() || new_size == 0 {
+                crate::own_heap::shrank(layout.size());
+                if !p.is_null() {
+                    crate::own_heap::grew(new_size);
+                }
                 return p;
             }
             // glibc failed (the old block is intact): take a reserve block.
@@ -97,6 +105,7 @@ unsafe impl GlobalAlloc for LibcAllocator {
                     std::ptr::copy_nonoverlapping(ptr, q, layout.size().min(new_size));
                     __libc_free(ptr.cast());
                 }
+                crate::own_heap::shrank(layout.size());
             }
             q
         } else {

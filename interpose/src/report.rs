@@ -59,6 +59,8 @@ fn command_line() -> (String, Vec<String>) {
 
 /// Build the profile of this process from the tracer's state.
 pub fn build(t: &Tracer, core: &Core, reason: &str) -> Profile {
+    // First, before building the profile (or merging ranks) takes memory.
+    let resident = crate::resident::now();
     // The MPI job's, else the launcher's (a task of a launch without MPI).
     let rank_and_size = tracer::job(t)
         .map(|j| (j.rank, j.size))
@@ -130,6 +132,7 @@ pub fn build(t: &Tracer, core: &Core, reason: &str) -> Profile {
             ptr_table_peak: core.collector.ptr_table_peak(),
             untraced_events: core.collector.untraced_events() + core.mpi.untraced_events(),
         },
+        resident,
         trees: vec![tree, mpi_tree],
         ranks: Vec::new(),
         series: core.collector.series_snapshot(

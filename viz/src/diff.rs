@@ -17,7 +17,7 @@ use crate::h5layout::rank_count;
 use crate::input::load;
 use crate::label::short_label;
 use crate::repeats::runs_by;
-use crate::report_text::{human_bytes, peak_rank, up_to_main};
+use crate::report_text::{human_bytes, peak_rank, resident_rank, up_to_main};
 use crate::sites;
 use crate::stacks::all_stacks;
 use crate::symbolize::Symbols;
@@ -209,6 +209,16 @@ fn largest_peak(p: &Profile) -> u64 {
     peak_rank(p).map_or(p.heap.peak_bytes, |r| r.heap.peak_bytes)
 }
 
+/// The process's resident peak, a job's largest rank's; `None` when not
+/// known.
+fn largest_resident(p: &Profile) -> Option<u64> {
+    match resident_rank(p) {
+        Some(r) => Some(r.resident.peak_bytes),
+        None if p.ranks.len() < 2 && p.resident.known() => Some(p.resident.peak_bytes),
+        None => None,
+    }
+}
+
 pub fn run(args: &DiffArgs) -> Result<()> {
     let a = load(&args.a).with_context(|| args.a.display().to_string())?;
     let b = load(&args.b).with_context(|| args.b.display().to_string())?;
@@ -233,6 +243,7 @@ pub fn run(args: &DiffArgs) -> Result<()> {
                 "live_bytes": p.heap.live_bytes,
                 "temporary_count": p.heap.temporary_count,
                 "temporary_bytes": p.heap.temporary_bytes,
+                "resident_peak_bytes": largest_resident(p),
                 "duration_s": p.meta.end_unix_ns.saturating_sub(p.meta.start_unix_ns) as f64 / 1e9,
             })
         };
@@ -312,6 +323,14 @@ fn render_text(
         pair(&mut s, "", pa, pb, "  (the ranks' peaks summed)");
     } else {
         pair(&mut s, "peak heap:", pa, pb, "");
+    }
+    if let (Some(ra), Some(rb)) = (largest_resident(a), largest_resident(b)) {
+        let note = if resident_rank(a).is_some() || resident_rank(b).is_some() {
+            "  (VmHWM, the largest rank's)"
+        } else {
+            "  (VmHWM)"
+        };
+        pair(&mut s, "resident:", ra, rb, note);
     }
     let (la, lb) = (a.heap.live_bytes, b.heap.live_bytes);
     pair(&mut s, "live at end:", la, lb, "");

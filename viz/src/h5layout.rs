@@ -11,7 +11,7 @@ use hdf5::types::VarLenUnicode;
 use hdf5::{File, Group, H5Type, Location};
 use wmhcct_format::{
     Config, FrameKey, HeapStats, KindTotal, Meta, Module, Node, NodeSpread, Profile, RankSummary,
-    Spread, TracerStats, Tree, UnwindStats, NO_PARENT,
+    Resident, Spread, TracerStats, Tree, UnwindStats, NO_PARENT,
 };
 
 use crate::seal::Seal;
@@ -23,8 +23,10 @@ use crate::symbolize::{Frame, Symbols};
 /// Layout 3 (2026-11-26) adds the temporary allocations: the heap's
 /// `temporary_count`/`temporary_bytes`, each tree's `temporary` and
 /// `ranks/temporary`. All three are read; an older report has no
-/// temporaries (read as 0).
-pub const REPORT_VERSION: u32 = 3;
+/// temporaries (read as 0). Layout 4 (2026-11-26) adds the resident
+/// memory: the `resident` group's attributes and `ranks/resident`; older
+/// reports read as not known (0).
+pub const REPORT_VERSION: u32 = 4;
 /// The oldest layout this build reads.
 pub const OLDEST_READ_VERSION: u32 = 1;
 
@@ -198,6 +200,36 @@ struct RankRow {
     untraced_events: u64,
 }
 
+/// A rank's resident memory (`ranks/resident`, one row per `ranks/summary`
+/// row).
+#[derive(H5Type, Clone, Copy, Debug)]
+#[repr(C)]
+struct RankResidentRow {
+    peak_bytes: u64,
+    end_bytes: u64,
+    tracer_peak_bytes: u64,
+}
+
+impl From<&Resident> for RankResidentRow {
+    fn from(r: &Resident) -> Self {
+        RankResidentRow {
+            peak_bytes: r.peak_bytes,
+            end_bytes: r.end_bytes,
+            tracer_peak_bytes: r.tracer_peak_bytes,
+        }
+    }
+}
+
+impl From<RankResidentRow> for Resident {
+    fn from(r: RankResidentRow) -> Self {
+        Resident {
+            peak_bytes: r.peak_bytes,
+            end_bytes: r.end_bytes,
+            tracer_peak_bytes: r.tracer_peak_bytes,
+        }
+    }
+}
+
 /// A rank's temporary allocations (`ranks/temporary`, one row per
 /// `ranks/summary` row).
 #[derive(H5Type, Clone, Copy, Debug)]
@@ -332,6 +364,7 @@ pub fn write(path: &Path, p: &Profile, syms: &Symbols) -> Result<()> {
     write_heap(&group(&f, "heap")?, &p.heap)?;
     write_unwind(&group(&f, "unwind")?, &p.unwind)?;
     write_tracer(&group(&f, "tracer")?, &p.tracer)?;
+    write_resident(&group(&f, "resident")?, &p.resident)?;
 
     let modules: Vec<ModuleRow> = p
         .modules
@@ -432,6 +465,12 @@ fn write_tracer(g: &Group, t: &TracerStats) -> Result<()> {
     put(g, "collector_bytes", &t.collector_bytes)?;
     put(g, "ptr_table_peak", &t.ptr_table_peak)?;
     put(g, "untraced_events", &t.untraced_events)
+}
+
+fn write_resident(g: &Group, r: &Resident) -> Result<()> {
+    put(g, "peak_bytes", &r.peak_bytes)?;
+    put(g, "end_bytes", &r.end_bytes)?;
+    put(g, "tracer_peak_bytes", &r.tracer_peak_bytes)
 }
 
 fn write_tree(g: &Group, index: usize, t: &Tree, syms: &Symbols, kinds: &[&str]) -> Result<()> {
@@ -546,6 +585,8 @@ fn write_ranks(g: &Group, ranks: &[RankSummary]) -> Result<()> {
         })
         .collect();
     put_rows(g, "temporary", &temporary)?;
+    let resident: Vec<RankResidentRow> = ranks.iter().map(|r| (&r.resident).into()).collect();
+    put_rows(g, "resident", &resident)?;
     let totals: Vec<RankTotalRow> = ranks
         .iter()
         .enumerate()
@@ -680,6 +721,12 @@ pub(crate) fn read_here(path: &Path) -> Result<(Profile, Symbols)> {
     let heap = read_heap(&open_group(&f, "heap")?)?;
     let unwind = read_unwind(&open_group(&f, "unwind")?)?;
     let tracer = read_tracer(&open_group(&f, "tracer")?)?;
+    // Absent before layout 4: not known.
+    let resident = if f.link_exists("resident") {
+        read_resident(&open_group(&f, "resident")?)?
+    } else {
+        Resident::default()
+    };
     let modules = get_rows::<ModuleRow>(&f, "modules")?
         .into_iter()
         .map(|r| Module {
@@ -722,6 +769,7 @@ pub(crate) fn read_here(path: &Path) -> Result<(Profile, Symbols)> {
         heap,
         unwind,
         tracer,
+        resident,
         trees,
         ranks,
         series,
@@ -756,6 +804,14 @@ fn read_heap(g: &Group) -> Result<HeapStats> {
         } else {
             Vec::new()
         },
+    })
+}
+
+fn read_resident(g: &Group) -> Result<Resident> {
+    Ok(Resident {
+        peak_bytes: get(g, "peak_bytes")?,
+        end_bytes: get(g, "end_bytes")?,
+        tracer_peak_bytes: get(g, "tracer_peak_bytes")?,
     })
 }
 
@@ -968,6 +1024,7 @@ fn read_ranks(g: &Group) -> Result<Vec<RankSummary>> {
                 ptr_table_peak: r.ptr_table_peak,
                 untraced_events: r.untraced_events,
             },
+            resident: Resident::default(),
             threads: r.threads,
         })
         .collect();
@@ -983,6 +1040,19 @@ fn read_ranks(g: &Group) -> Result<Vec<RankSummary>> {
         for (r, t) in ranks.iter_mut().zip(rows) {
             r.heap.temporary_count = t.count;
             r.heap.temporary_bytes = t.bytes;
+        }
+    }
+    if g.link_exists("resident") {
+        let rows = get_rows::<RankResidentRow>(g, "resident")?;
+        if rows.len() != ranks.len() {
+            return Err(ReportError::Corrupt(format!(
+                "ranks/resident has {} rows for {} ranks",
+                rows.len(),
+                ranks.len()
+            )));
+        }
+        for (r, row) in ranks.iter_mut().zip(rows) {
+            r.resident = row.into();
         }
     }
     for t in get_rows::<RankTotalRow>(g, "totals")? {
@@ -1044,6 +1114,11 @@ mod tests {
                 untraced_events: 1,
                 ..TracerStats::default()
             },
+            resident: Resident {
+                peak_bytes: 4096 * (10 + r as u64),
+                end_bytes: 4096 * (5 + r as u64),
+                tracer_peak_bytes: 777 + r as u64,
+            },
             threads: 4,
         };
         Profile {
@@ -1081,6 +1156,11 @@ mod tests {
             },
             unwind: UnwindStats::default(),
             tracer: TracerStats::default(),
+            resident: Resident {
+                peak_bytes: 4096 * 21,
+                end_bytes: 4096 * 11,
+                tracer_peak_bytes: 1555,
+            },
             trees: vec![
                 Tree {
                     name: "alloc".into(),
@@ -1252,6 +1332,53 @@ mod tests {
         let e = read_here(&short).unwrap_err();
         assert!(
             matches!(&e, ReportError::Corrupt(m) if m.contains("2 temporary counts for 4 nodes")),
+            "{e}"
+        );
+    }
+
+    /// A report of layout 3 has no resident memory: it reads as not known.
+    /// In layout 4, `ranks/resident` must have a row per rank.
+    #[test]
+    fn a_report_without_resident_memory_reads_as_unknown_and_a_short_list_is_corrupt() {
+        let dir = tempfile::tempdir().unwrap();
+        let (syms, _) = symbols_of_one_frame();
+        let path = dir.path().join("v3.h5");
+        write(&path, &profile(), &syms).unwrap();
+        let (mut want, _) = read_here(&path).unwrap();
+        assert_eq!(want.resident.peak_bytes, 4096 * 21);
+        assert_eq!(want.resident.tracer_peak_bytes, 1555);
+        assert_eq!(want.ranks[1].resident.end_bytes, 4096 * 6);
+        {
+            let file = builder().open_rw(&path).unwrap();
+            file.delete_attr("format_version").unwrap();
+            put(&file, "format_version", &3u32).unwrap();
+            file.unlink("resident").unwrap();
+            file.group("ranks").unwrap().unlink("resident").unwrap();
+        }
+        want.resident = Resident::default();
+        for r in &mut want.ranks {
+            r.resident = Resident::default();
+        }
+        let (got, _) = read_here(&path).unwrap();
+        assert!(!got.resident.known());
+        assert_eq!(got, want);
+
+        let short = dir.path().join("short.h5");
+        write(&short, &profile(), &syms).unwrap();
+        {
+            let file = builder().open_rw(&short).unwrap();
+            let g = file.group("ranks").unwrap();
+            g.unlink("resident").unwrap();
+            put_rows(
+                &g,
+                "resident",
+                &[RankResidentRow::from(&Resident::default())],
+            )
+            .unwrap();
+        }
+        let e = read_here(&short).unwrap_err();
+        assert!(
+            matches!(&e, ReportError::Corrupt(m) if m.contains("ranks/resident has 1 rows for 2 ranks")),
             "{e}"
         );
     }

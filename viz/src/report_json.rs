@@ -118,10 +118,23 @@ fn ranks_detail(p: &Profile) -> Value {
                     "heap": heap_json(&r.heap),
                     "unwind": unwind_json(&r.unwind),
                     "tracer": tracer_json(&r.tracer),
+                    "resident": resident_json(&r.resident),
                 })
             })
             .collect(),
     )
+}
+
+/// `null` when not known (a report of layout 3 or older).
+fn resident_json(r: &wmhcct_format::Resident) -> Value {
+    if !r.known() {
+        return Value::Null;
+    }
+    json!({
+        "peak_bytes": r.peak_bytes,
+        "end_bytes": r.end_bytes,
+        "tracer_peak_bytes": r.tracer_peak_bytes,
+    })
 }
 
 fn tracer_json(t: &wmhcct_format::TracerStats) -> Value {
@@ -307,6 +320,7 @@ pub fn render(
         },
         "unwind": unwind_json(&p.unwind),
         "tracer": tracer_json(&p.tracer),
+        "resident": resident_json(&p.resident),
         "ranks_detail": ranks_detail(p),
         "focus": focus_json(p, list, focus),
         "contexts": contexts,

@@ -155,6 +155,7 @@ pub fn render(
         );
     }
     let _ = writeln!(s, "           {}", temporary_line(p));
+    resident_lines(&mut s, p, end);
     let c = &p.config;
     let _ = writeln!(
         s,
@@ -398,6 +399,108 @@ fn temporary_line(p: &Profile) -> String {
     )
 }
 
+/// The process's resident memory, when the tracer could read it:
+/// `resident:  peak 51.2 MiB (VmHWM), 40.0 MiB at end; the tracer's own
+/// allocations peaked at 3.0 MiB`. A job's names the rank with the largest
+/// peak and the sum of the ranks' peaks, and, when its ranks ran on several
+/// hosts, each host's sum (what a node needs for its ranks at most).
+fn resident_lines(s: &mut String, p: &Profile, end: &str) {
+    let own = |tracer: u64| match tracer {
+        0 => String::new(),
+        b => format!(
+            "; the tracer's own allocations peaked at {}",
+            human_bytes(b)
+        ),
+    };
+    let Some(r) = resident_rank(p) else {
+        if p.ranks.len() < 2 && p.resident.known() {
+            let m = &p.resident;
+            let _ = writeln!(
+                s,
+                "resident:  peak {} (VmHWM), {} at {end}{}",
+                human_bytes(m.peak_bytes),
+                human_bytes(m.end_bytes),
+                own(m.tracer_peak_bytes)
+            );
+        }
+        return;
+    };
+    let m = &r.resident;
+    let tracer = match m.tracer_peak_bytes {
+        0 => String::new(),
+        b => format!(
+            "; rank {}'s tracer allocations peaked at {}",
+            r.rank,
+            human_bytes(b)
+        ),
+    };
+    let _ = writeln!(
+        s,
+        "resident:  peak {} (VmHWM) on rank {}, {} at {end}; the {} ranks' peaks sum to {}{tracer}",
+        human_bytes(m.peak_bytes),
+        r.rank,
+        human_bytes(m.end_bytes),
+        p.ranks.len(),
+        human_bytes(p.ranks.iter().map(|r| r.resident.peak_bytes).sum())
+    );
+    let hosts = resident_by_host(p);
+    if hosts.len() > 1 {
+        let mut named: Vec<String> = hosts
+            .iter()
+            .take(4)
+            .map(|(h, n, b)| {
+                format!(
+                    "{h} {} ({n} rank{})",
+                    human_bytes(*b),
+                    if *n == 1 { "" } else { "s" }
+                )
+            })
+            .collect();
+        if hosts.len() > 4 {
+            named.push(format!("{} more", hosts.len() - 4));
+        }
+        let _ = writeln!(
+            s,
+            "           per host, the sum of its ranks' peaks (largest first): {}",
+            named.join(", ")
+        );
+    }
+}
+
+/// The rank of a job with the largest resident peak (the lowest such rank
+/// on a tie); `None` for a single process or when no rank's is known.
+pub fn resident_rank(p: &Profile) -> Option<&RankSummary> {
+    if p.ranks.len() < 2 {
+        return None;
+    }
+    p.ranks
+        .iter()
+        .filter(|r| r.resident.known())
+        .max_by(|a, b| {
+            a.resident
+                .peak_bytes
+                .cmp(&b.resident.peak_bytes)
+                .then(b.rank.cmp(&a.rank))
+        })
+}
+
+/// Each host's ranks and the sum of their resident peaks, largest sum
+/// first (then by name).
+fn resident_by_host(p: &Profile) -> Vec<(&str, usize, u64)> {
+    let mut hosts: Vec<(&str, usize, u64)> = Vec::new();
+    for r in p.ranks.iter().filter(|r| r.resident.known()) {
+        match hosts.iter_mut().find(|(h, _, _)| *h == r.hostname) {
+            Some((_, n, b)) => {
+                *n += 1;
+                *b += r.resident.peak_bytes;
+            }
+            None => hosts.push((&r.hostname, 1, r.resident.peak_bytes)),
+        }
+    }
+    hosts.sort_by(|a, b| b.2.cmp(&a.2).then(a.0.cmp(b.0)));
+    hosts
+}
+
 /// Where the process ran: `host:      vm (pid 42, 3 threads)`. A job's
 /// report has its ranks' hosts, with how many ranks each ran (in order of
 /// first rank, the first four named), rank 0's pid, and the threads of all
@@ -506,9 +609,18 @@ fn ranks_table(s: &mut String, p: &Profile, top: usize) {
             .then(a.rank.cmp(&b.rank))
     });
     let shown = ranks.len().min(top);
+    // The resident peak's column only where some rank's is known.
+    let rss = ranks.iter().any(|r| r.resident.known());
+    let rss_cell = |v: &str| {
+        if rss {
+            format!(" {v:>14}")
+        } else {
+            String::new()
+        }
+    };
     let _ = writeln!(
         s,
-        "\nranks by heap peak (top {shown} of {}):\n{:>6} {:<20} {:>14} {:>14} {:>14} {:>9}",
+        "\nranks by heap peak (top {shown} of {}):\n{:>6} {:<20} {:>14} {:>14} {:>14} {:>9}{}",
         ranks.len(),
         "rank",
         "host",
@@ -517,7 +629,8 @@ fn ranks_table(s: &mut String, p: &Profile, top: usize) {
         // Everything live when the rank's profile was taken (in a job, at
         // MPI_Finalize: the MPI library's state too), not only leaks.
         "live at end",
-        "accuracy"
+        "accuracy",
+        rss_cell("resident peak")
     );
     let events = |r: &RankSummary| -> u64 {
         r.totals
@@ -539,6 +652,10 @@ fn ranks_table(s: &mut String, p: &Profile, top: usize) {
             "live at end",
             max_over_mean(ranks.iter().map(|r| r.heap.live_bytes)),
         ),
+        (
+            "resident peak",
+            max_over_mean(ranks.iter().map(|r| r.resident.peak_bytes)),
+        ),
     ];
     for r in ranks.into_iter().take(top) {
         let events = events(r);
@@ -550,15 +667,20 @@ fn ranks_table(s: &mut String, p: &Profile, top: usize) {
                 100.0 * r.unwind.correct as f64 / r.unwind.validated as f64
             )
         };
+        let resident = match r.resident.peak_bytes {
+            0 => "-".to_string(),
+            b => human_bytes(b),
+        };
         let _ = writeln!(
             s,
-            "{:>6} {:<20} {:>14} {:>14} {:>14} {:>9}",
+            "{:>6} {:<20} {:>14} {:>14} {:>14} {:>9}{}",
             r.rank,
             r.hostname,
             events,
             human_bytes(r.heap.peak_bytes),
             human_bytes(r.heap.live_bytes),
-            acc
+            acc,
+            rss_cell(&resident)
         );
     }
     let shown: Vec<String> = imbalance
@@ -704,8 +826,8 @@ fn runs(stack: &[StackFrame]) -> Vec<(&StackFrame, usize)> {
 #[cfg(test)]
 mod tests {
     use super::{
-        above_main, context, host_line, human_bytes, max_over_mean, peak_line, runs, up_to_main,
-        AlikeLines,
+        above_main, context, host_line, human_bytes, max_over_mean, peak_line, ranks_table,
+        resident_lines, runs, up_to_main, AlikeLines,
     };
     use crate::contexts::{Context, StackFrame};
     use wmhcct_format::{HeapStats, Profile, RankSummary};
@@ -844,6 +966,83 @@ mod tests {
             "hosts:     6 (n1 2 ranks, n2 2 ranks, n3 1 rank, n4 1 rank, 2 more); \
              rank 0 pid 100; 8 threads over the ranks"
         );
+    }
+
+    /// A process's resident line; a job's names its largest rank and the
+    /// sum, and each host's sum when there are several hosts; none where
+    /// the figures are not known (reports of layout 3). The ranks table
+    /// has a resident column only where they are.
+    #[test]
+    fn resident_memory_by_rank_and_host() {
+        use wmhcct_format::Resident;
+        let res = |peak_bytes: u64, end_bytes: u64, tracer_peak_bytes: u64| Resident {
+            peak_bytes,
+            end_bytes,
+            tracer_peak_bytes,
+        };
+        let lines = |p: &Profile, end: &str| {
+            let mut s = String::new();
+            resident_lines(&mut s, p, end);
+            s
+        };
+        assert_eq!(lines(&Profile::default(), "end"), "");
+        let one = Profile {
+            resident: res(50 << 20, 40 << 20, 3 << 20),
+            ..Default::default()
+        };
+        assert_eq!(
+            lines(&one, "end"),
+            "resident:  peak 50.0 MiB (VmHWM), 40.0 MiB at end; the tracer's own allocations \
+             peaked at 3.0 MiB\n"
+        );
+        let rank = |rank: u32, host: &str, mib: u64| RankSummary {
+            rank,
+            hostname: host.into(),
+            resident: res(mib << 20, (mib / 2) << 20, 1 << 20),
+            ..Default::default()
+        };
+        let job = |ranks: Vec<RankSummary>| Profile {
+            ranks,
+            ..Default::default()
+        };
+        let same_host = job(vec![
+            rank(0, "vm", 10),
+            rank(1, "vm", 30),
+            rank(2, "vm", 30),
+        ]);
+        assert_eq!(
+            lines(&same_host, "MPI_Finalize"),
+            "resident:  peak 30.0 MiB (VmHWM) on rank 1, 15.0 MiB at MPI_Finalize; the 3 ranks' \
+             peaks sum to 70.0 MiB; rank 1's tracer allocations peaked at 1.0 MiB\n"
+        );
+        let hosts = job(vec![
+            rank(0, "n1", 10),
+            rank(1, "n1", 10),
+            rank(2, "n2", 30),
+            rank(3, "n3", 5),
+            rank(4, "n4", 5),
+            rank(5, "n5", 1),
+            rank(6, "n6", 1),
+        ]);
+        let text = lines(&hosts, "MPI_Finalize");
+        assert_eq!(
+            text.lines().nth(1),
+            Some(
+                "           per host, the sum of its ranks' peaks (largest first): n2 30.0 MiB \
+                 (1 rank), n1 20.0 MiB (2 ranks), n3 5.0 MiB (1 rank), n4 5.0 MiB (1 rank), 2 more"
+            ),
+            "{text}"
+        );
+        let unknown = job(vec![RankSummary::default(), RankSummary::default()]);
+        assert_eq!(lines(&unknown, "MPI_Finalize"), "");
+
+        let mut table = String::new();
+        ranks_table(&mut table, &same_host, 10);
+        assert!(table.contains("accuracy  resident peak\n"), "{table}");
+        assert!(table.contains("resident peak 1.29"), "{table}");
+        let mut table = String::new();
+        ranks_table(&mut table, &unknown, 10);
+        assert!(!table.contains("resident"), "{table}");
     }
 
     #[test]

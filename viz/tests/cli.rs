@@ -5,8 +5,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 use wmhcct_format::{
-    Config, FrameKey, HeapStats, KindTotal, Meta, Module, Node, Profile, Tree, UnwindStats,
-    ALLOC_KINDS, NO_PARENT,
+    Config, FrameKey, HeapStats, KindTotal, Meta, Module, Node, Profile, Resident, Tree,
+    UnwindStats, ALLOC_KINDS, NO_PARENT,
 };
 
 fn wmhcct() -> Command {
@@ -190,6 +190,11 @@ fn sample(prog: Option<&Prog>) -> Profile {
             errors: 0,
         },
         tracer: Default::default(),
+        resident: Resident {
+            peak_bytes: 50 << 20,
+            end_bytes: 40 << 20,
+            tracer_peak_bytes: 3 << 20,
+        },
         trees: vec![Tree {
             name: "alloc".into(),
             total_count: 235,
@@ -261,7 +266,7 @@ fn convert_then_report_json() {
     let out = convert(dir.path(), &p);
     let v = report_json(&out, &[]);
 
-    assert_eq!(v["format_version"], 3);
+    assert_eq!(v["format_version"], 4);
     assert_eq!(v["program"], p.meta.program.as_str());
     assert_eq!(v["ranks"], 1);
     assert_eq!(v["totals"]["malloc"]["count"], 106);
@@ -282,6 +287,12 @@ fn convert_then_report_json() {
     assert_eq!(v["config"]["exact"], false);
     assert_eq!(v["unwind"]["accuracy"], 0.9);
     assert_eq!(v["unwind"]["frames_unwound_per_event"], 2.0);
+    assert_eq!(
+        v["resident"],
+        serde_json::json!({"peak_bytes": 50u64 << 20, "end_bytes": 40u64 << 20,
+                           "tracer_peak_bytes": 3u64 << 20})
+    );
+    assert_eq!(v["ranks_detail"][0]["resident"], v["resident"]);
 
     let ctx = v["contexts"].as_array().unwrap();
     // Hot contexts only: the cold malloc (count 1, 1 byte) is not in the HCCT.
@@ -448,7 +459,7 @@ fn h5py_reads_stacks_without_wmhcct() {
     let script = r#"
 import sys, h5py
 f = h5py.File(sys.argv[1], "r")
-assert f.attrs["format_version"] == 3
+assert f.attrs["format_version"] == 4
 assert f.attrs["node_count"] == 9
 assert f.attrs["ranks"] == 1
 t = f["trees/alloc"]
@@ -469,6 +480,8 @@ print(",".join(stack))
 tot = {(r["kind"].decode() if isinstance(r["kind"], bytes) else r["kind"]): int(r["count"]) for r in f["totals"][:]}
 assert tot["malloc"] == 106, tot
 assert f["heap"].attrs["peak_bytes"] == 640
+assert f["resident"].attrs["peak_bytes"] == 50 << 20
+assert f["resident"].attrs["tracer_peak_bytes"] == 3 << 20
 assert f["config"].attrs["phi"] == 0.01
 m = f["modules"][0]["path"]
 print(m.decode() if isinstance(m, bytes) else m)

@@ -249,6 +249,7 @@ fn base_profile(p: &Params, seed: u64) -> Profile {
             ptr_table_peak: c.ptr_table_peak(),
             untraced_events: 0,
         },
+        resident: Default::default(),
         trees: vec![alloc, mpi_tree],
         ranks: Vec::new(),
         series: c.series_snapshot(end_ns, start),

@@ -45,6 +45,11 @@ pub fn sample() -> Profile {
         count: 3,
         bytes: 30,
     });
+    p.resident = Resident {
+        peak_bytes: 40 << 20,
+        end_bytes: 30 << 20,
+        tracer_peak_bytes: 2 << 20,
+    };
     p
 }
 
