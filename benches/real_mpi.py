@@ -26,6 +26,7 @@ interpreter). wmhcct's conversion time comes from a `WMHCCT_BIN` wrapper
 output exactly as the native run does.
 """
 import argparse
+import json
 import os
 import re
 import shutil
@@ -135,6 +136,11 @@ def run(mode, lmp, args, tmp, tag, peak=False):
         rep = subprocess.run([BIN, "report", report], capture_output=True, text=True)
         if rep.returncode != 0 or "ranks:     2" not in rep.stdout:
             raise Failed(f"wmhcct report of the job:\n{rep.stdout[-2000:]}\n{rep.stderr[-2000:]}")
+        js = subprocess.run([BIN, "report", "--json", "--top", "0", report], capture_output=True,
+                            text=True)
+        if js.returncode != 0:
+            raise Failed(f"wmhcct report --json of the job:\n{js.stderr[-2000:]}")
+        res["resident"] = {d["rank"]: d["resident"] for d in json.loads(js.stdout)["ranks_detail"]}
         unwind = re.search(r"^unwind:.*\n\s+(validated.*)$", rep.stdout, re.M)
         res["unwind"] = " ".join(unwind.group(0).split()) if unwind else "no unwind line"
         res["events"] = sum(int(m) for m in re.findall(
@@ -217,6 +223,14 @@ def main():
               f"{statistics.median(x['report_kib'] for x in w):.0f} KiB. Thermodynamic output identical "
               f"to the native run in every traced run.")
         print(f"wmhcct {w[0]['unwind']}")
+        res0 = peaks["wmhcct"].get("resident") or w[0]["resident"]
+        if all(res0.get(i) for i in range(2)):
+            own = " / ".join(f"{res0[i]['peak_bytes'] / 2**20:.1f}" for i in range(2))
+            tracer = " / ".join(f"{res0[i]['tracer_peak_bytes'] / 2**20:.1f}" for i in range(2))
+            print(f"wmhcct's report, resident peak per rank at MPI_Finalize (VmHWM, rank 0 / 1): "
+                  f"{own} MiB, of which the tracer's own allocations peaked at {tracer} MiB "
+                  f"(the peak RSS column above, of the same run, also counts what follows "
+                  f"MPI_Finalize: rank 0's merge and conversion).")
     except Failed as e:
         sys.exit(f"real_mpi.py failed: {e}")
     finally:

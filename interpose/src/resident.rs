@@ -16,13 +16,13 @@ pub fn now() -> Resident {
     let n = read_status(&mut buf);
     crate::errno::set(saved);
     let text = &buf[..n];
-    let peak = field_kib(text, b"VmHWM:").unwrap_or(0) * 1024;
+    let peak = field_kib(text, b"VmHWM:").unwrap_or(0).saturating_mul(1024);
     Resident {
         peak_bytes: peak,
         end_bytes: if peak == 0 {
             0
         } else {
-            field_kib(text, b"VmRSS:").unwrap_or(0) * 1024
+            field_kib(text, b"VmRSS:").unwrap_or(0).saturating_mul(1024)
         },
         tracer_peak_bytes: if peak == 0 {
             0
