@@ -31,6 +31,34 @@ pub fn peaks(d: &Data) -> Vec<(u32, u64)> {
     vec![(p.meta.rank.unwrap_or(0), p.heap.peak_bytes)]
 }
 
+/// The ranks' resident peaks (VmHWM, heap or not) in one line under the
+/// heap's, when the report has them: `resident peak (VmHWM): max rank 3,
+/// 31.10 MiB   mean …   imbalance (max/mean) 1.03`.
+pub fn resident_note(d: &Data) -> Option<String> {
+    let p = &d.profile;
+    let v: Vec<(u32, u64)> = if p.ranks.is_empty() {
+        vec![(p.meta.rank.unwrap_or(0), p.resident.peak_bytes)]
+    } else {
+        p.ranks
+            .iter()
+            .map(|r| (r.rank, r.resident.peak_bytes))
+            .collect()
+    };
+    let known: Vec<&(u32, u64)> = v.iter().filter(|r| r.1 > 0).collect();
+    let &&(rank, max) = known
+        .iter()
+        .max_by(|a, b| a.1.cmp(&b.1).then(b.0.cmp(&a.0)))?;
+    let mean = known.iter().map(|r| r.1 as f64).sum::<f64>() / known.len() as f64;
+    let min = known.iter().map(|r| r.1).min().unwrap_or(0);
+    Some(format!(
+        "resident peak (VmHWM, all memory): max rank {rank}, {:.2} MiB   mean {:.2} MiB   min {:.2} MiB   imbalance (max/mean) {:.2}",
+        mib(max as f64),
+        mib(mean),
+        mib(min as f64),
+        max as f64 / mean
+    ))
+}
+
 /// Blue → yellow → red for t in [0, 1].
 fn heat(t: f64) -> RGBColor {
     let t = t.clamp(0.0, 1.0);
@@ -79,8 +107,12 @@ impl Plot for Ranks {
             mib(min_peak as f64),
             if mean > 0.0 { max_peak as f64 / mean } else { 1.0 }
         );
-        let (head, body) = area.split_vertically(30);
+        let resident = resident_note(d);
+        let (head, body) = area.split_vertically(if resident.is_some() { 52 } else { 30 });
         head.draw_text(&note, &font(15), (20, 6)).map_err(pe)?;
+        if let Some(r) = resident {
+            head.draw_text(&r, &font(15), (20, 28)).map_err(pe)?;
+        }
         if v.len() <= MAX_BARS {
             bars(&body, &v, max_rank, max_peak)
         } else {

@@ -101,6 +101,11 @@ fn rank_profile(rank: u32, nranks: u32, scale: u64) -> Profile {
         })
         .collect();
     p.heap = c.heap_stats();
+    p.resident = wmhcct_format::Resident {
+        peak_bytes: (40 + rank as u64) * MIB,
+        end_bytes: 30 * MIB,
+        tracer_peak_bytes: 5 * MIB,
+    };
     p.trees = vec![c.snapshot_tree("alloc", &mut resolve)];
     p.series = c.series_snapshot(1_000_000_000, p.meta.start_unix_ns);
     let _ = MPI_KINDS;
@@ -238,7 +243,16 @@ fn job_plots_bars_and_heat_strip() {
     let h5 = convert(dir.path(), "job4", &job(4));
     let out = dir.path().join("p4");
     plot(&h5, &out, "svg");
-    let ranks = check_svg(&out.join("ranks.svg"), &["4 ranks", "max: rank 3"]);
+    let ranks = check_svg(
+        &out.join("ranks.svg"),
+        &[
+            "4 ranks",
+            "max: rank 3",
+            // Ranks 0..3 held 40..43 MiB.
+            "resident peak (VmHWM, all memory): max rank 3, 43.00 MiB   mean 41.50 MiB   \
+             min 40.00 MiB   imbalance (max/mean) 1.04",
+        ],
+    );
     assert!(ranks.contains("rank"));
     check_svg(
         &out.join("memory.svg"),
