@@ -29,6 +29,17 @@ fn printed(stdout: &str) -> Vec<(u64, u64, u64)> {
         .collect()
 }
 
+/// The `resident:` line of `wmhcct report`, and the whole text.
+fn resident_line(w: &WorkDir, h5: &std::path::Path) -> (String, String) {
+    let text = cli_out(&w.path, &["report", h5.to_str().unwrap()]);
+    let line = text
+        .lines()
+        .find(|l| l.starts_with("resident:"))
+        .unwrap_or_else(|| panic!("no resident line:\n{text}"))
+        .to_string();
+    (line, text)
+}
+
 #[test]
 fn a_process_resident_peak_counts_memory_that_is_not_heap() {
     let w = WorkDir::new("resident-one");
@@ -62,11 +73,7 @@ fn a_process_resident_peak_counts_memory_that_is_not_heap() {
     // The heap never held more than a block.
     assert!(u64_of(&r["heap"]["peak_bytes"]) < MIB, "{}", r["heap"]);
 
-    let text = cli_out(&w.path, &["report", h5.to_str().unwrap()]);
-    let line = text
-        .lines()
-        .find(|l| l.starts_with("resident:"))
-        .unwrap_or_else(|| panic!("no resident line:\n{text}"));
+    let (line, _) = resident_line(&w, &h5);
     assert!(
         line.contains("(VmHWM)")
             && line.contains(" at end")
@@ -145,11 +152,7 @@ fn a_jobs_ranks_each_have_their_resident_peak() {
         r["resident"]
     );
 
-    let text = cli_out(&w.path, &["report", h5.to_str().unwrap()]);
-    let line = text
-        .lines()
-        .find(|l| l.starts_with("resident:"))
-        .unwrap_or_else(|| panic!("no resident line:\n{text}"));
+    let (line, text) = resident_line(&w, &h5);
     // Rank 3 mapped the most.
     assert!(
         line.contains("on rank 3")

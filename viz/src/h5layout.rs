@@ -987,6 +987,22 @@ fn read_tree(g: &Group, symbols: &mut Symbols, version: u32) -> Result<Tree> {
     })
 }
 
+/// An optional dataset of `/ranks` with one row per rank (empty when the
+/// report's layout predates it); another number of rows is corrupt.
+fn rank_rows<T: H5Type>(g: &Group, name: &str, nranks: usize) -> Result<Vec<T>> {
+    if !g.link_exists(name) {
+        return Ok(Vec::new());
+    }
+    let rows = get_rows::<T>(g, name)?;
+    if rows.len() != nranks {
+        return Err(ReportError::Corrupt(format!(
+            "ranks/{name} has {} rows for {nranks} ranks",
+            rows.len()
+        )));
+    }
+    Ok(rows)
+}
+
 fn read_ranks(g: &Group) -> Result<Vec<RankSummary>> {
     let mut ranks: Vec<RankSummary> = get_rows::<RankRow>(g, "summary")?
         .into_iter()
@@ -1028,32 +1044,19 @@ fn read_ranks(g: &Group) -> Result<Vec<RankSummary>> {
             threads: r.threads,
         })
         .collect();
-    if g.link_exists("temporary") {
-        let rows = get_rows::<RankTemporaryRow>(g, "temporary")?;
-        if rows.len() != ranks.len() {
-            return Err(ReportError::Corrupt(format!(
-                "ranks/temporary has {} rows for {} ranks",
-                rows.len(),
-                ranks.len()
-            )));
-        }
-        for (r, t) in ranks.iter_mut().zip(rows) {
-            r.heap.temporary_count = t.count;
-            r.heap.temporary_bytes = t.bytes;
-        }
+    let nranks = ranks.len();
+    for (r, t) in ranks
+        .iter_mut()
+        .zip(rank_rows::<RankTemporaryRow>(g, "temporary", nranks)?)
+    {
+        r.heap.temporary_count = t.count;
+        r.heap.temporary_bytes = t.bytes;
     }
-    if g.link_exists("resident") {
-        let rows = get_rows::<RankResidentRow>(g, "resident")?;
-        if rows.len() != ranks.len() {
-            return Err(ReportError::Corrupt(format!(
-                "ranks/resident has {} rows for {} ranks",
-                rows.len(),
-                ranks.len()
-            )));
-        }
-        for (r, row) in ranks.iter_mut().zip(rows) {
-            r.resident = row.into();
-        }
+    for (r, row) in ranks
+        .iter_mut()
+        .zip(rank_rows::<RankResidentRow>(g, "resident", nranks)?)
+    {
+        r.resident = row.into();
     }
     for t in get_rows::<RankTotalRow>(g, "totals")? {
         let r = ranks.get_mut(t.rank_index as usize).ok_or_else(|| {
