@@ -220,4 +220,25 @@ pub fn check_pattern(r: &Value, alloc_kind: &str, size_a: u64, size_b: u64) {
         r["size_classes"]
     );
     assert!(job >= PATTERN_K * (10 + PATTERN_RANKS), "{job} temporaries");
+    // Every rank read its resident memory, whichever path took its
+    // profile (MPI_Finalize in C, C++ or Fortran, a launcher's task at
+    // exit, a spill file merged later), and the job's is their sum.
+    let mut peaks = 0;
+    for x in ranks {
+        let res = &x["resident"];
+        let peak = u64_of(&res["peak_bytes"]);
+        assert!(
+            peak >= u64_of(&res["tracer_peak_bytes"]) && u64_of(&res["tracer_peak_bytes"]) > 0,
+            "rank {}: {res}",
+            x["rank"]
+        );
+        assert!(u64_of(&res["end_bytes"]) > 0, "rank {}: {res}", x["rank"]);
+        peaks += peak;
+    }
+    assert_eq!(
+        u64_of(&r["resident"]["peak_bytes"]),
+        peaks,
+        "{}",
+        r["resident"]
+    );
 }
