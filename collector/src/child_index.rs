@@ -4,7 +4,7 @@
 //! and a call site with many callees (a dispatch loop, a solver calling many
 //! kernels) has many. The index finds any child with about one probe:
 //! open addressing with linear probing, backward-shift deletion (no
-//! tombstones), grown by doubling at 1/2 load.
+//! tombstones), grown by doubling at 3/4 load.
 //!
 //! An entry's slot comes from the child's *path hash* (see
 //! [`path_hash`]), which the caller computes from the frames alone, not
@@ -130,10 +130,10 @@ impl ChildIndex {
         true
     }
 
-    /// Make room for one more entry: grow at a load of 1/2; when the memory
+    /// Make room for one more entry: grow at a load of 3/4; when the memory
     /// for that cannot be had, go on up to a load of 7/8. False: no room.
     pub fn reserve_one(&mut self, hash_of: &dyn Fn(u32) -> u64) -> bool {
-        (self.len + 1) * 2 <= self.slots.len()
+        (self.len + 1) * 4 <= self.slots.len() * 3
             || self.grow(hash_of)
             || (self.len + 1) * 8 <= self.slots.len() * 7
     }
