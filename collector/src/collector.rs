@@ -266,8 +266,8 @@ impl Collector {
 
     /// A free-type event: counted in `kind`'s totals (bytes: the block's
     /// size, when known). `temporary`: the block is the freeing thread's
-    /// latest allocation, with no other allocation of that thread in
-    /// between (the caller tells); a known block is then counted in the
+    /// latest allocation, and this free the thread's first allocator call
+    /// since (the caller tells); a known block is then counted in the
     /// heap's temporaries and in its context's. Returns the block's size if
     /// known.
     pub fn on_free(&mut self, kind: u16, ptr: u64, t_ns: u64, temporary: bool) -> Option<u64> {

@@ -274,8 +274,8 @@ pub struct HeapStats {
     /// Time of the heap peak, nanoseconds since tracer start.
     pub peak_time_ns: u64,
     /// Temporary allocations: blocks freed by the thread that allocated
-    /// them with no other allocation of that thread in between (exact), and
-    /// their bytes.
+    /// them with no other allocation or free of that thread in between
+    /// (heaptrack's rule, per thread; exact), and their bytes.
     pub temporary_count: u64,
     pub temporary_bytes: u64,
     /// Allocations that returned a block, by requested size class

@@ -1,5 +1,6 @@
 /* temporaries: known numbers of temporary allocations (a block freed by the
- * thread that allocated it before that thread allocates again), for
+ * thread that allocated it before that thread allocates or frees anything
+ * else), for
  * tests/tests/temporaries.rs.
  *
  *   churn      CHURN blocks, each freed at once: all temporary;

@@ -1,5 +1,6 @@
 //! Temporary allocations (tests/programs/temporaries.c): a block freed by
-//! the thread that allocated it before that thread allocates again. The
+//! the thread that allocated it before that thread allocates or frees
+//! anything else. The
 //! report counts them exactly, in total and per context, in both collector
 //! placements; `--by temporary` and `export --weight temporary` show them;
 //! and bounded memory (contexts evicted) leaves the total exact.

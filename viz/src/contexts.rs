@@ -41,7 +41,7 @@ pub struct Context {
     pub bytes_err: u64,
     pub leaked_bytes: u64,
     pub peak_live_bytes: u64,
-    /// Temporary allocations (freed before their thread's next allocation).
+    /// Temporary allocations (freed before their thread's next allocation or free).
     pub temporary: u64,
     /// How count and bytes spread over the job's ranks (a single process
     /// is rank 0 alone).

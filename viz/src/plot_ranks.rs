@@ -31,10 +31,31 @@ pub fn peaks(d: &Data) -> Vec<(u32, u64)> {
     vec![(p.meta.rank.unwrap_or(0), p.heap.peak_bytes)]
 }
 
+/// The rank with the largest value (the lowest such rank on a tie).
+fn largest(v: &[(u32, u64)]) -> Option<(u32, u64)> {
+    v.iter()
+        .copied()
+        .max_by(|a, b| a.1.cmp(&b.1).then(b.0.cmp(&a.0)))
+}
+
+/// `max: rank 3, 5.66 MiB   mean 4.72 MiB   min 3.79 MiB   imbalance
+/// (max/mean) 1.20` over the ranks' values; `None` without any.
+fn spread_note(v: &[(u32, u64)]) -> Option<String> {
+    let (rank, max) = largest(v)?;
+    let min = v.iter().map(|r| r.1).min().unwrap_or(0);
+    let mean = v.iter().map(|r| r.1 as f64).sum::<f64>() / v.len() as f64;
+    Some(format!(
+        "max: rank {rank}, {:.2} MiB   mean {:.2} MiB   min {:.2} MiB   imbalance (max/mean) {:.2}",
+        mib(max as f64),
+        mib(mean),
+        mib(min as f64),
+        if mean > 0.0 { max as f64 / mean } else { 1.0 }
+    ))
+}
+
 /// The ranks' resident peaks (VmHWM, heap or not) in one line under the
-/// heap's, when the report has them: `resident peak (VmHWM): max rank 3,
-/// 31.10 MiB   mean …   imbalance (max/mean) 1.03`.
-pub fn resident_note(d: &Data) -> Option<String> {
+/// heap's, when the report has them.
+fn resident_note(d: &Data) -> Option<String> {
     let p = &d.profile;
     let v: Vec<(u32, u64)> = if p.ranks.is_empty() {
         vec![(p.meta.rank.unwrap_or(0), p.resident.peak_bytes)]
@@ -44,19 +65,9 @@ pub fn resident_note(d: &Data) -> Option<String> {
             .map(|r| (r.rank, r.resident.peak_bytes))
             .collect()
     };
-    let known: Vec<&(u32, u64)> = v.iter().filter(|r| r.1 > 0).collect();
-    let &&(rank, max) = known
-        .iter()
-        .max_by(|a, b| a.1.cmp(&b.1).then(b.0.cmp(&a.0)))?;
-    let mean = known.iter().map(|r| r.1 as f64).sum::<f64>() / known.len() as f64;
-    let min = known.iter().map(|r| r.1).min().unwrap_or(0);
-    Some(format!(
-        "resident peak (VmHWM, all memory): max rank {rank}, {:.2} MiB   mean {:.2} MiB   min {:.2} MiB   imbalance (max/mean) {:.2}",
-        mib(max as f64),
-        mib(mean),
-        mib(min as f64),
-        max as f64 / mean
-    ))
+    // Ranks whose figures are not known (0) are left out.
+    let v: Vec<(u32, u64)> = v.into_iter().filter(|r| r.1 > 0).collect();
+    spread_note(&v).map(|n| format!("resident peak (VmHWM, all memory): {n}"))
 }
 
 /// Blue → yellow → red for t in [0, 1].
@@ -94,19 +105,9 @@ impl Plot for Ranks {
         let area = root
             .titled(&title(&d.profile, "Peak heap per rank"), font(22))
             .map_err(pe)?;
-        let Some(&(max_rank, max_peak)) = v.iter().max_by(|a, b| a.1.cmp(&b.1).then(b.0.cmp(&a.0)))
-        else {
+        let (Some((max_rank, max_peak)), Some(note)) = (largest(&v), spread_note(&v)) else {
             return Ok(());
         };
-        let min_peak = v.iter().map(|r| r.1).min().unwrap_or(0);
-        let mean = v.iter().map(|r| r.1 as f64).sum::<f64>() / v.len() as f64;
-        let note = format!(
-            "max: rank {max_rank}, {:.2} MiB   mean {:.2} MiB   min {:.2} MiB   imbalance (max/mean) {:.2}",
-            mib(max_peak as f64),
-            mib(mean),
-            mib(min_peak as f64),
-            if mean > 0.0 { max_peak as f64 / mean } else { 1.0 }
-        );
         let resident = resident_note(d);
         let (head, body) = area.split_vertically(if resident.is_some() { 52 } else { 30 });
         head.draw_text(&note, &font(15), (20, 6)).map_err(pe)?;

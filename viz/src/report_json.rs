@@ -164,7 +164,7 @@ struct ContextJson<'a> {
     bytes_err: u64,
     leaked_bytes: u64,
     peak_live_bytes: u64,
-    /// Temporary allocations: freed before their thread's next allocation.
+    /// Temporary allocations: freed before their thread's next allocation or free.
     temporary: u64,
     per_rank_count: SpreadJson,
     per_rank_bytes: SpreadJson,

@@ -445,24 +445,16 @@ fn resident_lines(s: &mut String, p: &Profile, end: &str) {
     );
     let hosts = resident_by_host(p);
     if hosts.len() > 1 {
-        let mut named: Vec<String> = hosts
-            .iter()
-            .take(4)
-            .map(|(h, n, b)| {
-                format!(
-                    "{h} {} ({n} rank{})",
-                    human_bytes(*b),
-                    if *n == 1 { "" } else { "s" }
-                )
-            })
-            .collect();
-        if hosts.len() > 4 {
-            named.push(format!("{} more", hosts.len() - 4));
-        }
+        let named = first_four(hosts.iter().map(|(h, n, b)| {
+            format!(
+                "{h} {} ({n} rank{})",
+                human_bytes(*b),
+                if *n == 1 { "" } else { "s" }
+            )
+        }));
         let _ = writeln!(
             s,
-            "           per host, the sum of its ranks' peaks (largest first): {}",
-            named.join(", ")
+            "           per host, the sum of its ranks' peaks (largest first): {named}"
         );
     }
 }
@@ -470,33 +462,18 @@ fn resident_lines(s: &mut String, p: &Profile, end: &str) {
 /// The rank of a job with the largest resident peak (the lowest such rank
 /// on a tie); `None` for a single process or when no rank's is known.
 pub fn resident_rank(p: &Profile) -> Option<&RankSummary> {
-    if p.ranks.len() < 2 {
-        return None;
-    }
-    p.ranks
-        .iter()
-        .filter(|r| r.resident.known())
-        .max_by(|a, b| {
-            a.resident
-                .peak_bytes
-                .cmp(&b.resident.peak_bytes)
-                .then(b.rank.cmp(&a.rank))
-        })
+    top_rank(p, p.ranks.iter().filter(|r| r.resident.known()), |r| {
+        r.resident.peak_bytes
+    })
 }
 
 /// Each host's ranks and the sum of their resident peaks, largest sum
 /// first (then by name).
 fn resident_by_host(p: &Profile) -> Vec<(&str, usize, u64)> {
-    let mut hosts: Vec<(&str, usize, u64)> = Vec::new();
-    for r in p.ranks.iter().filter(|r| r.resident.known()) {
-        match hosts.iter_mut().find(|(h, _, _)| *h == r.hostname) {
-            Some((_, n, b)) => {
-                *n += 1;
-                *b += r.resident.peak_bytes;
-            }
-            None => hosts.push((&r.hostname, 1, r.resident.peak_bytes)),
-        }
-    }
+    let mut hosts: Vec<(&str, usize, u64)> = by_host(p.ranks.iter().filter(|r| r.resident.known()))
+        .into_iter()
+        .map(|(h, rs)| (h, rs.len(), rs.iter().map(|r| r.resident.peak_bytes).sum()))
+        .collect();
     hosts.sort_by(|a, b| b.2.cmp(&a.2).then(a.0.cmp(b.0)));
     hosts
 }
@@ -512,26 +489,15 @@ fn host_line(p: &Profile, threads: &str) -> String {
     }
     let mut ranks: Vec<&RankSummary> = p.ranks.iter().collect();
     ranks.sort_by_key(|r| r.rank);
-    let mut hosts: Vec<(&str, usize)> = Vec::new();
-    for r in &ranks {
-        match hosts.iter_mut().find(|(h, _)| *h == r.hostname) {
-            Some((_, n)) => *n += 1,
-            None => hosts.push((&r.hostname, 1)),
-        }
-    }
+    let hosts = by_host(ranks.iter().copied());
     let (label, which) = match hosts.as_slice() {
-        [(h, n)] => ("host: ", format!("{h} ({n} ranks)")),
+        [(h, rs)] => ("host: ", format!("{h} ({} ranks)", rs.len())),
         _ => {
-            let plural = |n: usize| if n == 1 { "" } else { "s" };
-            let mut named: Vec<String> = hosts
-                .iter()
-                .take(4)
-                .map(|(h, n)| format!("{h} {n} rank{}", plural(*n)))
-                .collect();
-            if hosts.len() > 4 {
-                named.push(format!("{} more", hosts.len() - 4));
-            }
-            ("hosts:", format!("{} ({})", hosts.len(), named.join(", ")))
+            let named = first_four(hosts.iter().map(|(h, rs)| {
+                let n = rs.len();
+                format!("{h} {n} rank{}", if n == 1 { "" } else { "s" })
+            }));
+            ("hosts:", format!("{} ({named})", hosts.len()))
         }
     };
     let first = ranks[0];
@@ -541,18 +507,47 @@ fn host_line(p: &Profile, threads: &str) -> String {
     )
 }
 
-/// The rank of a job (several ranks) with the highest heap peak, the
-/// lowest such rank on a tie.
-pub fn peak_rank(p: &Profile) -> Option<&RankSummary> {
+/// The ranks by host, hosts in the order of their first rank in `ranks`.
+fn by_host<'a>(
+    ranks: impl Iterator<Item = &'a RankSummary>,
+) -> Vec<(&'a str, Vec<&'a RankSummary>)> {
+    let mut hosts: Vec<(&str, Vec<&RankSummary>)> = Vec::new();
+    for r in ranks {
+        match hosts.iter_mut().find(|(h, _)| *h == r.hostname) {
+            Some((_, rs)) => rs.push(r),
+            None => hosts.push((&r.hostname, vec![r])),
+        }
+    }
+    hosts
+}
+
+/// The first four of `items` joined, then how many more: `a, b, c, d, 2 more`.
+fn first_four(items: impl ExactSizeIterator<Item = String>) -> String {
+    let more = items.len().saturating_sub(4);
+    let mut named: Vec<String> = items.take(4).collect();
+    if more > 0 {
+        named.push(format!("{more} more"));
+    }
+    named.join(", ")
+}
+
+/// The rank of a job (several ranks) with the largest `value` among
+/// `ranks`, the lowest such rank on a tie.
+fn top_rank<'a>(
+    p: &Profile,
+    ranks: impl Iterator<Item = &'a RankSummary>,
+    value: impl Fn(&RankSummary) -> u64,
+) -> Option<&'a RankSummary> {
     if p.ranks.len() < 2 {
         return None;
     }
-    p.ranks.iter().max_by(|a, b| {
-        a.heap
-            .peak_bytes
-            .cmp(&b.heap.peak_bytes)
-            .then(b.rank.cmp(&a.rank))
-    })
+    ranks.max_by(|a, b| value(a).cmp(&value(b)).then(b.rank.cmp(&a.rank)))
+}
+
+/// The rank of a job (several ranks) with the highest heap peak, the
+/// lowest such rank on a tie.
+pub fn peak_rank(p: &Profile) -> Option<&RankSummary> {
+    top_rank(p, p.ranks.iter(), |r| r.heap.peak_bytes)
 }
 
 /// `peak 11.8 MiB (12345678 B), 2.125 s into the run`. A job's heap peak

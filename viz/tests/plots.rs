@@ -249,7 +249,7 @@ fn job_plots_bars_and_heat_strip() {
             "4 ranks",
             "max: rank 3",
             // Ranks 0..3 held 40..43 MiB.
-            "resident peak (VmHWM, all memory): max rank 3, 43.00 MiB   mean 41.50 MiB   \
+            "resident peak (VmHWM, all memory): max: rank 3, 43.00 MiB   mean 41.50 MiB   \
              min 40.00 MiB   imbalance (max/mean) 1.04",
         ],
     );
