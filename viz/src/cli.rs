@@ -168,8 +168,8 @@ pub enum SortKey {
     /// lists only contexts with bytes live then.
     Peak,
     /// Temporary allocations: blocks freed before their thread allocated
-    /// anything else (allocation churn); a text report lists only contexts
-    /// that had some.
+    /// or freed anything else (allocation churn); a text report lists only
+    /// contexts that had some.
     Temporary,
 }
 
