@@ -5,7 +5,9 @@
  *   sk_peak_holder: 4 x malloc(1 MiB) held together   -> the heap's peak
  *   sk_leaker:      3 x malloc(1000), never freed     -> the only leak
  * Writes with write(2), so stdio's buffer is no leak of its own.
- * -DCHURN=N makes sk_churn allocate N times instead (`wmhcct diff`). */
+ * -DCHURN=N makes sk_churn allocate N times instead, -DPEAK_MIB=N has
+ * sk_peak_holder hold N blocks of 1 MiB and -DLEAKS=N has sk_leaker leak N
+ * blocks (`wmhcct diff`, its limits). */
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -14,6 +16,12 @@
 
 #ifndef CHURN
 #define CHURN 100
+#endif
+#ifndef PEAK_MIB
+#define PEAK_MIB 4
+#endif
+#ifndef LEAKS
+#define LEAKS 3
 #endif
 
 static volatile long sink;
@@ -37,21 +45,21 @@ NOIPA static void sk_churn(void) {
 }
 
 NOIPA static void sk_peak_holder(void) {
-    char *p[4];
-    for (int i = 0; i < 4; i++) {
+    char *p[PEAK_MIB];
+    for (int i = 0; i < PEAK_MIB; i++) {
         p[i] = malloc(1 << 20);
         memset(p[i], i, 1 << 20);
     }
-    for (int i = 0; i < 4; i++) {
+    for (int i = 0; i < PEAK_MIB; i++) {
         sink += p[i][i];
         free(p[i]);
     }
 }
 
-static void *kept[3];
+static void *kept[LEAKS];
 
 NOIPA static void sk_leaker(void) {
-    for (int i = 0; i < 3; i++) {
+    for (int i = 0; i < LEAKS; i++) {
         kept[i] = malloc(1000);
         memset(kept[i], i, 1000);
     }

@@ -16,8 +16,11 @@ use crate::focus::Focus;
 use crate::h5layout::rank_count;
 use crate::input::load;
 use crate::label::short_label;
+use crate::limits;
 use crate::repeats::runs_by;
-use crate::report_text::{human_bytes, peak_rank, resident_rank, up_to_main};
+use crate::report_text::{
+    human_bytes, largest_peak, largest_resident, peak_rank, resident_rank, up_to_main,
+};
 use crate::sites;
 use crate::stacks::all_stacks;
 use crate::symbolize::Symbols;
@@ -203,26 +206,13 @@ fn signed_bytes(d: i128) -> String {
     }
 }
 
-/// A job's largest rank peak (its `/heap` peak sums them); a single
-/// process's peak.
-fn largest_peak(p: &Profile) -> u64 {
-    peak_rank(p).map_or(p.heap.peak_bytes, |r| r.heap.peak_bytes)
-}
-
-/// The process's resident peak, a job's largest rank's; `None` when not
-/// known.
-fn largest_resident(p: &Profile) -> Option<u64> {
-    match resident_rank(p) {
-        Some(r) => Some(r.resident.peak_bytes),
-        None if p.ranks.len() < 2 && p.resident.known() => Some(p.resident.peak_bytes),
-        None => None,
-    }
-}
-
-pub fn run(args: &DiffArgs) -> Result<()> {
-    let a = load(&args.a).with_context(|| args.a.display().to_string())?;
-    let b = load(&args.b).with_context(|| args.b.display().to_string())?;
+/// Prints the comparison; the exit status: 0, or [`limits::EXCEEDED`].
+pub fn run(args: &DiffArgs) -> Result<u8> {
+    let (name_a, name_b) = (args.a.display().to_string(), args.b.display().to_string());
+    let a = load(&args.a).with_context(|| name_a.clone())?;
+    let b = load(&args.b).with_context(|| name_b.clone())?;
     let (pa, pb) = (&a.profile, &b.profile);
+    let checked = limits::check_increase(&args.max_increase, pa, &name_a, pb, &name_b)?;
     let focus = args.select.focus();
     let (list, matched, focus) =
         changes(pa, &a.symbols, pb, &b.symbols, focus.as_ref(), args.group);
@@ -265,6 +255,9 @@ pub fn run(args: &DiffArgs) -> Result<()> {
         });
         v[matched_key] = json!(matched);
         v[changed_key] = json!(list.len());
+        if !checked.is_empty() {
+            v["limits"] = limits::to_json(&checked);
+        }
         v[list_key] = json!(list
             .iter()
             .take(args.top)
@@ -282,9 +275,14 @@ pub fn run(args: &DiffArgs) -> Result<()> {
         s.push('\n');
         s
     } else {
-        render_text(args, pa, pb, &tot, &list, matched, focus.as_ref())
+        let mut s = render_text(args, pa, pb, &tot, &list, matched, focus.as_ref());
+        if !checked.is_empty() {
+            s.push_str(&limits::render(&checked));
+        }
+        s
     };
-    crate::output::emit(&text, None)
+    crate::output::emit(&text, None)?;
+    Ok(limits::status(&checked))
 }
 
 fn render_text(

@@ -18,6 +18,7 @@ mod h5series;
 mod input;
 mod label;
 mod legend;
+mod limits;
 mod merge;
 mod mpi_internal;
 mod output;
@@ -54,10 +55,10 @@ fn main() -> ExitCode {
         cli::Command::Run(a) => run::run(a).map(|code| code.clamp(0, 255) as u8),
         cli::Command::Convert(a) => convert::run(a).map(|()| 0),
         cli::Command::Merge(a) => merge::run(a).map(|()| 0),
-        cli::Command::Report(a) => report::run(a).map(|()| 0),
+        cli::Command::Report(a) => report::run(a),
         cli::Command::Plot(a) => plot::run(a).map(|()| 0),
         cli::Command::Export(a) => export::run(a).map(|()| 0),
-        cli::Command::Diff(a) => diff::run(a).map(|()| 0),
+        cli::Command::Diff(a) => diff::run(a),
         cli::Command::Slurm(a) => slurm::run(a).map(|()| 0),
         cli::Command::ReadReport(a) => h5child::serve(a).map(|()| 0),
     };

@@ -1,22 +1,22 @@
 //! `wmhcct report`: load a report or profile, select contexts, print.
 
-use std::io::Write;
-
 use anyhow::{Context as _, Result};
 
 use crate::cli::{Group, ReportArgs};
 use crate::contexts::contexts;
 use crate::input::load;
-use crate::{report_json, report_text};
+use crate::{limits, report_json, report_text};
 
-pub fn run(args: &ReportArgs) -> Result<()> {
+/// Prints the report; the exit status: 0, or [`limits::EXCEEDED`].
+pub fn run(args: &ReportArgs) -> Result<u8> {
     let name = args.file.display().to_string();
     let loaded = load(&args.file).with_context(|| name.clone())?;
+    let checked = limits::check_budget(&args.max, &loaded.profile, &name)?;
     let mut list = contexts(&loaded.profile, &loaded.symbols);
     let focus = args.select.focus();
     list.sort(args.by);
     let out = if args.json {
-        let v = report_json::render(
+        let mut v = report_json::render(
             &loaded.profile,
             loaded.format_version,
             &list,
@@ -28,11 +28,14 @@ pub fn run(args: &ReportArgs) -> Result<()> {
                 mpi_internal: args.mpi_internal,
             }),
         );
+        if !checked.is_empty() {
+            v["limits"] = limits::to_json(&checked);
+        }
         let mut s = serde_json::to_string_pretty(&v).context("encoding JSON")?;
         s.push('\n');
         s
     } else {
-        report_text::render(
+        let mut s = report_text::render(
             &loaded.profile,
             &list,
             args.top.unwrap_or(20),
@@ -40,16 +43,12 @@ pub fn run(args: &ReportArgs) -> Result<()> {
             args.group,
             args.mpi_internal,
             focus.as_ref(),
-        )
+        );
+        if !checked.is_empty() {
+            s.push_str(&limits::render(&checked));
+        }
+        s
     };
-    let mut stdout = std::io::stdout().lock();
-    match stdout
-        .write_all(out.as_bytes())
-        .and_then(|()| stdout.flush())
-    {
-        Ok(()) => Ok(()),
-        // `wmhcct report … | head` is fine.
-        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
-        Err(e) => Err(e).context("<stdout>"),
-    }
+    crate::output::emit(&out, None)?;
+    Ok(limits::status(&checked))
 }

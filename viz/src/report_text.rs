@@ -550,6 +550,22 @@ pub fn peak_rank(p: &Profile) -> Option<&RankSummary> {
     top_rank(p, p.ranks.iter(), |r| r.heap.peak_bytes)
 }
 
+/// A job's largest rank peak (its `/heap` peak sums them); a single
+/// process's peak.
+pub fn largest_peak(p: &Profile) -> u64 {
+    peak_rank(p).map_or(p.heap.peak_bytes, |r| r.heap.peak_bytes)
+}
+
+/// The process's resident peak, a job's largest rank's; `None` when not
+/// known.
+pub fn largest_resident(p: &Profile) -> Option<u64> {
+    match resident_rank(p) {
+        Some(r) => Some(r.resident.peak_bytes),
+        None if p.ranks.len() < 2 && p.resident.known() => Some(p.resident.peak_bytes),
+        None => None,
+    }
+}
+
 /// `peak 11.8 MiB (12345678 B), 2.125 s into the run`. A job's heap peak
 /// is each rank's own: the largest, its rank and when, and their sum (the
 /// job's `/heap` peak), which bounds what the ranks held at once from
