@@ -387,6 +387,11 @@ fn capture_here(t: &Tracer, ts: &mut ThreadState, now: u64, regs: Regs) -> (usiz
         let mut stack = SwitchedStack::new(low);
         capture_with(t, ts, now, regs, validate, true, &mut |a| stack.read(a))
     };
+    // The rule cache grows here, after the capture, which never allocates;
+    // not in a signal handler, whose allocations come from a small arena.
+    if ts.unwinder.wants_growth() && !crate::reserve::handler_on() {
+        ts.unwinder.grow_caches();
+    }
     // `ts.frames` holds the previous capture's return addresses: its root
     // side, unchanged in this capture, stays in place; the rest is written.
     let frames = ts.unwinder.frames();

@@ -109,6 +109,28 @@ impl ThreadUnwinder {
         &self.cfg
     }
 
+    /// Whether the thread's rule cache asks to grow: its captures met more
+    /// call sites than it holds well. [`ThreadUnwinder::grow_caches`] does it.
+    #[inline]
+    pub fn wants_growth(&self) -> bool {
+        self.cache.rules.wants_growth()
+    }
+
+    /// Grows the thread's rule cache if it [`wants_growth`]: a cache starts
+    /// small (4 KiB, most of a thread's unwinding state) and doubles, up to
+    /// 64 KiB, as the thread meets call sites. Allocates, so call it after a
+    /// capture, never from one; without the memory the cache stays as it is.
+    ///
+    /// [`wants_growth`]: ThreadUnwinder::wants_growth
+    pub fn grow_caches(&mut self) {
+        self.cache.rules.grow();
+    }
+
+    /// Slots of the thread's rule cache.
+    pub fn rule_slots(&self) -> usize {
+        self.cache.rules.len()
+    }
+
     /// Result of the latest capture, leaf first; empty before the first capture and in
     /// [`Mode::None`].
     pub fn frames(&self) -> &[Frame] {

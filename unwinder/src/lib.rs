@@ -15,7 +15,9 @@
 //!   take the root-side remainder from the previous capture.
 //!
 //! A capture never allocates: results go into buffers reserved when the [`ThreadUnwinder`]
-//! is created, and framehop runs with [`framehop::MustNotAllocateDuringUnwind`].
+//! is created, and framehop runs with [`framehop::MustNotAllocateDuringUnwind`]. The rule
+//! cache, which starts small, grows in [`ThreadUnwinder::grow_caches`], called between
+//! captures.
 //!
 //! ```
 //! use std::collections::HashMap;

@@ -19,8 +19,11 @@ use crate::dwarf::DwarfCache;
 use crate::modules::DwarfUnwinder;
 use crate::step::ReadStack;
 
-/// Slots (a power of two).
-const SLOTS: usize = 4096;
+/// Slots of a new cache, and most slots (powers of two). A thread that
+/// meets few call sites keeps a small cache: the slots are most of a
+/// thread's unwinding state.
+const MIN_SLOTS: usize = 256;
+const MAX_SLOTS: usize = 4096;
 
 /// How the caller's frame pointer is found.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -45,14 +48,18 @@ pub(crate) enum Rule {
     Framehop,
 }
 
+/// 16 bytes, so four share a cache line and none straddles two.
 #[derive(Clone, Copy)]
 struct Slot {
     /// Lookup address with bit 0 = "first frame"; 0 = empty.
     key: u64,
-    /// The module table the rule was learned on.
-    table: u64,
     rule: Rule,
 }
+
+const EMPTY: Slot = Slot {
+    key: 0,
+    rule: Rule::Framehop,
+};
 
 /// The outcome of executing a rule, as framehop would report it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -67,23 +74,30 @@ pub(crate) enum Exec {
     Framehop,
 }
 
+/// Direct-mapped. Once it has learned a quarter of its size in rules since
+/// it last grew (many call sites, or two that keep evicting each other), it
+/// asks to double, up to [`MAX_SLOTS`]; [`RuleCache::grow`] does it outside
+/// the capture, which never allocates. Learning asks framehop twice, so a
+/// growth costs less than the learning that led to it.
 pub(crate) struct RuleCache {
-    slots: Box<[Slot]>,
+    slots: Vec<Slot>,
+    /// The module table the rules were learned on: another empties the cache.
+    table: u64,
+    learned: usize,
 }
 
 impl RuleCache {
     pub(crate) fn new() -> Self {
         RuleCache {
-            slots: vec![
-                Slot {
-                    key: 0,
-                    table: 0,
-                    rule: Rule::Framehop,
-                };
-                SLOTS
-            ]
-            .into_boxed_slice(),
+            slots: vec![EMPTY; MIN_SLOTS],
+            table: 0,
+            learned: 0,
         }
+    }
+
+    /// Slots now (a power of two).
+    pub(crate) fn len(&self) -> usize {
+        self.slots.len()
     }
 
     #[inline]
@@ -92,8 +106,8 @@ impl RuleCache {
     }
 
     #[inline]
-    fn index(key: u64) -> usize {
-        (key.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> (64 - SLOTS.trailing_zeros())) as usize
+    fn index(key: u64, slots: usize) -> usize {
+        (key.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> (64 - slots.trailing_zeros())) as usize
     }
 
     /// The rule for `address` in module table `table`, learned on a miss.
@@ -106,14 +120,66 @@ impl RuleCache {
         address: FrameAddress,
     ) -> Rule {
         let key = Self::key(address);
-        let i = Self::index(key);
-        let s = self.slots[i];
-        if s.key == key && s.table == table {
-            return s.rule;
+        let i = Self::index(key, self.slots.len());
+        if let Some(s) = self.slots.get(i) {
+            if s.key == key && self.table == table {
+                return s.rule;
+            }
+        }
+        self.miss(unwinder, framehop, table, key, i, address)
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn miss(
+        &mut self,
+        unwinder: &DwarfUnwinder,
+        framehop: &mut DwarfCache,
+        table: u64,
+        key: u64,
+        i: usize,
+        address: FrameAddress,
+    ) -> Rule {
+        if self.table != table {
+            self.slots.fill(EMPTY);
+            self.table = table;
+            self.learned = 0;
         }
         let rule = learn(unwinder, framehop, address);
-        self.slots[i] = Slot { key, table, rule };
+        self.learned += 1;
+        if let Some(s) = self.slots.get_mut(i) {
+            *s = Slot { key, rule };
+        }
         rule
+    }
+
+    /// Whether [`RuleCache::grow`] would grow it.
+    #[inline]
+    pub(crate) fn wants_growth(&self) -> bool {
+        self.learned > self.slots.len() / 4 && self.slots.len() < MAX_SLOTS
+    }
+
+    /// Doubles the slots, keeping the rules, if it [`wants_growth`]. Allocates:
+    /// never during a capture. Without the memory, it stays as it is.
+    ///
+    /// [`wants_growth`]: RuleCache::wants_growth
+    pub(crate) fn grow(&mut self) {
+        if !self.wants_growth() {
+            return;
+        }
+        let n = self.slots.len() * 2;
+        let mut slots = Vec::new();
+        if slots.try_reserve_exact(n).is_err() {
+            return;
+        }
+        slots.resize(n, EMPTY);
+        for s in self.slots.iter().filter(|s| s.key != 0) {
+            if let Some(d) = slots.get_mut(Self::index(s.key, n)) {
+                *d = *s;
+            }
+        }
+        self.slots = slots;
+        self.learned = 0;
     }
 }
 
@@ -375,6 +441,56 @@ mod tests {
         // Nearly all addresses of ordinary code have a cacheable rule.
         assert!(cached > 10_000, "{cached} rules learned");
         assert!(compared >= 4 * cached);
+    }
+
+    /// A thread that meets few call sites keeps the smallest cache; one
+    /// that meets many grows it up to the bound; the rules learned before a
+    /// growth stay (no relearning: the learn count does not move).
+    #[test]
+    fn grows_with_the_call_sites_it_meets_up_to_a_bound() {
+        let data = crate::self_image::this_executable();
+        let text = data.text.clone();
+        let mut modules = crate::Modules::new();
+        modules.add(data);
+        let (unwinder, table) = (modules.unwinder(), modules.id());
+        let mut c = RuleCache::new();
+        let mut fh = DwarfCache::new_in();
+        let at = |k: u64| {
+            FrameAddress::from_return_address(text.start + 1 + k * 13 % (text.end - text.start - 1))
+                .unwrap()
+        };
+        for k in 0..MIN_SLOTS as u64 / 4 {
+            c.rule(unwinder, &mut fh, table, at(k));
+        }
+        assert_eq!(c.len(), MIN_SLOTS);
+        // One more learned rule: twice the slots.
+        let before: Vec<Rule> = (0..MIN_SLOTS as u64 / 4)
+            .map(|k| c.rule(unwinder, &mut fh, table, at(k)))
+            .collect();
+        c.rule(unwinder, &mut fh, table, at(MIN_SLOTS as u64));
+        // Asked for, done outside the capture.
+        assert_eq!(c.len(), MIN_SLOTS);
+        assert!(c.wants_growth());
+        c.grow();
+        assert!(!c.wants_growth());
+        assert_eq!(c.len(), 2 * MIN_SLOTS);
+        let learned = c.learned;
+        let after: Vec<Rule> = (0..MIN_SLOTS as u64 / 4)
+            .map(|k| c.rule(unwinder, &mut fh, table, at(k)))
+            .collect();
+        assert_eq!(before, after);
+        // Collisions in the larger table may evict a few, not most.
+        assert!(
+            c.learned - learned < MIN_SLOTS / 16,
+            "{}",
+            c.learned - learned
+        );
+        for k in 0..4 * MAX_SLOTS as u64 {
+            c.rule(unwinder, &mut fh, table, at(k));
+            c.grow();
+        }
+        assert_eq!(c.len(), MAX_SLOTS);
+        assert!(!c.wants_growth());
     }
 
     #[test]

@@ -224,3 +224,42 @@ fn captures_do_not_allocate() {
         }
     }
 }
+
+/// A thread that meets many call sites: its captures still never allocate;
+/// its rule cache asks to grow, and `grow_caches`, called after a capture,
+/// does it (and allocates).
+#[test]
+fn the_rule_cache_grows_outside_captures() {
+    let modules = modules();
+    let cfg = HeuristicConfig {
+        reseed_every: 4,
+        reseed_gap_ns: 0,
+        max_depth: 8,
+        check_reused: true,
+    };
+    let mut t = ThreadUnwinder::with_steps(Mode::Second, cfg, StepKind::Dwarf);
+    let slots = t.rule_slots();
+    let (mem, regs) = cfi_stack(&[0, 3, 1, 2]);
+    let mut read = |a: u64| mem.get(a);
+    let mut growths = 0;
+    // Capture points all over the leaf function (one CFA rule, 256 addresses).
+    for k in 0..0x100u64 {
+        let at = Regs {
+            pc: BASE + FUNCS[2].0 + k,
+            ..regs
+        };
+        let before = allocs();
+        let c = t.capture(&modules, at, 0x1000..0x1100, &mut read, k, true);
+        assert_eq!(allocs(), before, "allocated: {c:?}");
+        assert_eq!(c.validated, Some(true), "{c:?}");
+        if t.wants_growth() {
+            let before = allocs();
+            t.grow_caches();
+            assert!(allocs() > before);
+            assert!(!t.wants_growth());
+            growths += 1;
+        }
+    }
+    assert_eq!(growths, 2);
+    assert_eq!(t.rule_slots(), 4 * slots);
+}
