@@ -18,7 +18,7 @@ mpirun -np 4 --oversubscribe \
 target/release/wmhcct report "$OUT/demo.h5" --top 10
 target/release/wmhcct plot "$OUT/demo.h5" --out-dir "$OUT/plots" --format both
 target/release/wmhcct export "$OUT/demo.h5" --format folded > "$OUT/demo.folded"
-echo "report: $OUT/demo.h5, plots: $OUT/plots/"
+echo "report: $OUT/demo.h5, plots: $OUT/plots/ (open $OUT/plots/index.html)"
 if [ "${1:-}" = "--docs" ]; then
     mkdir -p docs
     cp "$OUT"/plots/*.png "$OUT"/plots/*.svg docs/ 2>/dev/null || true

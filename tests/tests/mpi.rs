@@ -353,6 +353,29 @@ fn the_lists_leave_out_the_mpi_librarys_own_allocations() {
             shown,
             "{extra:?}"
         );
+        // index.html: every picture, then the text report, with the same
+        // choice of contexts.
+        let page = std::fs::read_to_string(out.join("index.html")).unwrap();
+        for pic in ["memory", "events", "contexts", "ranks", "sizes"] {
+            assert!(
+                page.contains(&format!("<img src=\"{pic}.svg\"")),
+                "{pic}: {page}"
+            );
+        }
+        assert!(page.contains("<object data=\"flame.svg\""), "{page}");
+        let text = page
+            .split_once("<pre>")
+            .and_then(|(_, t)| t.split_once("</pre>"))
+            .unwrap_or_else(|| panic!("{page}"))
+            .0;
+        assert!(text.starts_with("program:   "), "{text}");
+        assert!(text.contains(&format!("\nranks:     {RANKS}\n")), "{text}");
+        assert!(text.contains("\n    scratch ("), "{text}");
+        assert_eq!(
+            text.contains("the MPI library's own allocations (--mpi-internal lists them)"),
+            !shown,
+            "{extra:?}: {text}"
+        );
     }
 
     // By bytes leaked: the program's leaks.

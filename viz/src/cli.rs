@@ -30,7 +30,9 @@ pub enum Command {
     Report(ReportArgs),
     /// Draw the report's plots (memory over time, event density, hottest
     /// contexts, peak per rank, allocation sizes, flame graph) into a
-    /// directory; --focus and --ignore narrow the hottest-contexts plot only.
+    /// directory, with an index.html showing them and the text report;
+    /// --focus and --ignore narrow the hottest-contexts plot (and the
+    /// page's context list) only.
     Plot(PlotArgs),
     /// Export a report as collapsed stacks (flamegraph.pl, inferno,
     /// speedscope) or as the report JSON.

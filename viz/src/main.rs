@@ -26,6 +26,7 @@ mod plot;
 mod plot_columns;
 mod plot_contexts;
 mod plot_events;
+mod plot_index;
 mod plot_memory;
 mod plot_ranks;
 mod plot_sizes;

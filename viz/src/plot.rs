@@ -91,6 +91,17 @@ pub fn run(args: &PlotArgs) -> Result<()> {
     }
     let mut contexts = contexts(&loaded.profile, &loaded.symbols);
     let focus = args.select.focus();
+    // The page's text report, of the whole list (it applies the focus and
+    // leaves out the MPI library's own contexts itself).
+    let text = crate::report_text::render(
+        &loaded.profile,
+        &contexts,
+        args.top.max(1),
+        SortKey::Count,
+        args.group,
+        args.mpi_internal,
+        focus.as_ref(),
+    );
     if let Some(f) = &focus {
         contexts = f.of(&contexts);
     }
@@ -141,6 +152,11 @@ pub fn run(args: &PlotArgs) -> Result<()> {
     let flame = dir.join("flame.svg");
     std::fs::write(&flame, crate::flame::svg(&d)).with_context(|| ctx(&flame))?;
     written.push(flame);
+    let index = dir.join(crate::plot_index::NAME);
+    let title = crate::plot_title::title(&d.profile, "wmhcct report");
+    std::fs::write(&index, crate::plot_index::html(&title, &text, &written))
+        .with_context(|| ctx(&index))?;
+    written.push(index);
     for w in &written {
         println!("{}", w.display());
     }
