@@ -170,10 +170,8 @@ pub(crate) fn walk<S: StepUnwinder, R: ReadStack + ?Sized>(
             out.push(candidate);
             unwound += 1;
             if input.policy != Policy::Never {
-                while cursor < prev.len() && prev[cursor].sp < candidate.sp {
-                    cursor += 1;
-                }
-                if prev.get(cursor) == Some(&candidate) {
+                cursor = advance(prev, cursor, candidate.sp);
+                if prev.get(cursor).is_some_and(|p| same_frame(p, &candidate)) {
                     let confirmed = match input.policy {
                         Policy::First => true,
                         Policy::Second => pending.is_some_and(|p| p + 1 == cursor),
@@ -217,6 +215,38 @@ pub(crate) fn walk<S: StepUnwinder, R: ReadStack + ?Sized>(
         stop,
         text: (known.start, known.end),
     }
+}
+
+/// The first index at or after `from` of a frame of `prev` (sorted by `sp`)
+/// whose `sp` is not below `sp`. How far that is varies from frame to frame
+/// (0, 1, 2 …), so a loop over one frame at a time ended with a mispredicted
+/// branch about once per unwound frame; this counts four frames at a time
+/// with compares that are added, not branched on (since `prev` is sorted,
+/// the count is how many of the four come first).
+#[inline(always)]
+fn advance(prev: &[Frame], mut from: usize, sp: u64) -> usize {
+    while let Some(w) = prev.get(from..from + 4) {
+        let n = usize::from(w[0].sp < sp)
+            + usize::from(w[1].sp < sp)
+            + usize::from(w[2].sp < sp)
+            + usize::from(w[3].sp < sp);
+        from += n;
+        if n < 4 {
+            return from;
+        }
+    }
+    // The last three frames (the root end), one at a time.
+    while prev.get(from).is_some_and(|f| f.sp < sp) {
+        from += 1;
+    }
+    from
+}
+
+/// `a == b` as one test of both words (the derived `==` branches on `ra`
+/// before it compares `sp`).
+#[inline(always)]
+fn same_frame(a: &Frame, b: &Frame) -> bool {
+    ((a.ra ^ b.ra) | (a.sp ^ b.sp)) == 0
 }
 
 /// The walk of a capture point outside every module: that frame alone (unless
@@ -269,6 +299,24 @@ mod tests {
         assert_eq!(out.capacity(), cap, "the output buffer grew");
         out.extend_from_slice(&prev[prev.len() - w.tail()..]);
         (out, w)
+    }
+
+    #[test]
+    fn advance_finds_the_first_frame_not_below() {
+        let prev: Vec<Frame> = [10u64, 20, 30, 40, 50, 60, 70, 80, 90]
+            .iter()
+            .map(|&sp| Frame { ra: sp + 1, sp })
+            .collect();
+        for from in 0..=prev.len() {
+            for sp in 0..100u64 {
+                let want = from + prev[from..].iter().take_while(|f| f.sp < sp).count();
+                assert_eq!(advance(&prev, from, sp), want, "from {from} sp {sp}");
+            }
+        }
+        assert_eq!(advance(&[], 0, 5), 0);
+        assert!(same_frame(&prev[1], &Frame { ra: 21, sp: 20 }));
+        assert!(!same_frame(&prev[1], &Frame { ra: 21, sp: 30 }));
+        assert!(!same_frame(&prev[1], &Frame { ra: 22, sp: 20 }));
     }
 
     #[test]
