@@ -19,6 +19,7 @@ mod input;
 mod label;
 mod legend;
 mod limits;
+mod markup;
 mod merge;
 mod mpi_internal;
 mod output;

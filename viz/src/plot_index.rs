@@ -5,6 +5,8 @@
 use std::fmt::Write as _;
 use std::path::PathBuf;
 
+use crate::markup::escape;
+
 /// The file name.
 pub const NAME: &str = "index.html";
 
@@ -31,7 +33,7 @@ pub fn html(title: &str, text: &str, written: &[PathBuf]) -> String {
          pre {{ font-size: 13px; background: #f6f6f6; padding: 1em; overflow-x: auto; }}\n\
          img, object {{ max-width: 100%; border: 1px solid #ddd; }}\n\
          </style>\n</head>\n<body>\n<h1>{t}</h1>\n",
-        t = escape(title)
+        t = escape(title, true)
     );
     let name_of = |p: &PathBuf| p.file_name().map(|n| n.to_string_lossy().into_owned());
     let files: Vec<String> = written.iter().filter_map(name_of).collect();
@@ -50,12 +52,12 @@ pub fn html(title: &str, text: &str, written: &[PathBuf]) -> String {
     }
     let _ = writeln!(s, "<p>");
     for (stem, heading, _) in &contents {
-        let _ = writeln!(s, "<a href=\"#{stem}\">{}</a> ·", escape(heading));
+        let _ = writeln!(s, "<a href=\"#{stem}\">{}</a> ·", escape(heading, true));
     }
     let _ = writeln!(s, "<a href=\"#report\">Report</a>\n</p>");
     for (stem, heading, file) in &contents {
-        let f = escape(file);
-        let _ = writeln!(s, "<h2 id=\"{stem}\">{}</h2>", escape(heading));
+        let f = escape(file, true);
+        let _ = writeln!(s, "<h2 id=\"{stem}\">{}</h2>", escape(heading, true));
         if *stem == "flame" {
             let _ = writeln!(
                 s,
@@ -66,31 +68,16 @@ pub fn html(title: &str, text: &str, written: &[PathBuf]) -> String {
             let _ = writeln!(
                 s,
                 "<p><a href=\"{f}\"><img src=\"{f}\" alt=\"{}\"></a></p>",
-                escape(heading)
+                escape(heading, true)
             );
         }
     }
     let _ = writeln!(
         s,
         "<h2 id=\"report\">Report</h2>\n<pre>{}</pre>\n</body>\n</html>",
-        escape(text)
+        escape(text, false)
     );
     s
-}
-
-/// Text as HTML.
-fn escape(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for c in s.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            c => out.push(c),
-        }
-    }
-    out
 }
 
 #[cfg(test)]
