@@ -228,6 +228,40 @@ fn the_lists_leave_out_the_mpi_librarys_own_allocations() {
     let (work, h5) = clean_job("leak", "mpicc", "mpi_leak.c", "leaked");
     let dir = work.path.clone();
     let r = report_json(&h5);
+    // A job's limits on `peak` and `resident` hold its largest rank's
+    // figure (what one rank needs), not the ranks' sum.
+    let largest = |what: &str| {
+        r["ranks_detail"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|d| u64_of(&d[what]["peak_bytes"]))
+            .max()
+            .unwrap()
+    };
+    assert!(
+        largest("heap") < u64_of(&r["heap"]["peak_bytes"]),
+        "{}",
+        r["heap"]
+    );
+    let h = h5.to_str().unwrap();
+    for what in ["heap", "resident"] {
+        let figure = if what == "heap" { "peak" } else { what };
+        let at = |bytes: u64| {
+            let limit = format!("{figure}={bytes}");
+            run_plain(bin(), &["report", h, "--max", &limit], &dir)
+        };
+        let held = at(largest(what));
+        assert_eq!(held.code, 0, "{}", held.describe());
+        let over = at(largest(what) - 1);
+        assert_eq!(over.code, 3, "{}", over.describe());
+        assert!(
+            over.stderr
+                .starts_with(&format!("wmhcct: 1 of 1 limits exceeded: {figure} ")),
+            "{}",
+            over.stderr
+        );
+    }
     // Rank r leaked r+1 blocks of 3000 bytes: 10 in all.
     let kept = context_with(&r, "malloc", "keep_forever");
     assert_eq!(kept["leaked_bytes"], 10 * 3000, "{kept}");
