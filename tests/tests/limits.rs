@@ -123,6 +123,16 @@ fn limits_gate_a_report_and_a_diff() {
     let share = 100.0 * (peak_b - peak_a) as f64 / peak_a as f64;
     let up = format!("peak={:.2}%", share + 0.01);
     let down = format!("peak={:.2}%", share - 0.01);
+    // Without MPI, `leaked` is what is live.
+    let j = limits_of(&expect(
+        &w,
+        &["diff", &a, &b, "--json", "--max-increase", "leaked=999"],
+        3,
+    ));
+    assert_eq!(
+        (u64_of(&j[0]["value_a"]), u64_of(&j[0]["value"])),
+        (live_a, live_b)
+    );
     let d = diff(&[&up, "live=1000"], 0);
     assert!(d.stdout.starts_with("A: "), "{}", d.stdout);
     assert!(d.stdout.contains("\nlimits: all 2 held\n"), "{}", d.stdout);
@@ -180,7 +190,7 @@ fn limits_gate_a_report_and_a_diff() {
     let bad = expect(&w, &["report", &b, "--max", "heap=1GiB"], 2);
     assert!(
         bad.stderr.contains(
-            "unknown figure 'heap': accepted are peak, resident, live, count, bytes, temporary"
+            "unknown figure 'heap': accepted are peak, resident, live, leaked, count, bytes, temporary"
         ),
         "{}",
         bad.stderr

@@ -158,7 +158,8 @@ pub struct DiffArgs {
     /// Exit with status 3 when B's FIGURE grew past LIMIT over A's
     /// (repeatable): FIGURE is peak (the heap's; a job's largest rank's),
     /// resident (VmHWM; a job's largest rank's), live (bytes live at the
-    /// end), count (allocation calls), bytes (allocated) or temporary;
+    /// end), leaked (those less the MPI library's own, allocated inside MPI
+    /// calls), count (allocation calls), bytes (allocated) or temporary;
     /// LIMIT an amount (`512KiB`, `1.5GiB`, `1000` calls) or a percentage
     /// of A (`5%`). Whole-report figures: --focus does not narrow them.
     #[arg(long = "max-increase", value_name = "FIGURE=LIMIT", value_parser = crate::limits::parse_increase)]
@@ -298,7 +299,8 @@ pub struct ReportArgs {
     /// Exit with status 3 when the report's FIGURE is above LIMIT
     /// (repeatable): FIGURE is peak (the heap's; a job's largest rank's),
     /// resident (VmHWM; a job's largest rank's), live (bytes live at the
-    /// end), count (allocation calls), bytes (allocated) or temporary;
+    /// end), leaked (those less the MPI library's own, allocated inside MPI
+    /// calls), count (allocation calls), bytes (allocated) or temporary;
     /// LIMIT an amount (`512MiB`, `1.5GiB`, `1000` calls). Whole-report
     /// figures: --focus does not narrow them.
     #[arg(long = "max", value_name = "FIGURE=LIMIT", value_parser = crate::limits::parse_budget)]

@@ -212,7 +212,19 @@ pub fn run(args: &DiffArgs) -> Result<u8> {
     let a = load(&args.a).with_context(|| name_a.clone())?;
     let b = load(&args.b).with_context(|| name_b.clone())?;
     let (pa, pb) = (&a.profile, &b.profile);
-    let checked = limits::check_increase(&args.max_increase, pa, &name_a, pb, &name_b)?;
+    let checked = limits::check_increase(
+        &args.max_increase,
+        &limits::Report {
+            profile: pa,
+            symbols: &a.symbols,
+            name: &name_a,
+        },
+        &limits::Report {
+            profile: pb,
+            symbols: &b.symbols,
+            name: &name_b,
+        },
+    )?;
     let focus = args.select.focus();
     let (list, matched, focus) =
         changes(pa, &a.symbols, pb, &b.symbols, focus.as_ref(), args.group);

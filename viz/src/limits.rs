@@ -10,8 +10,10 @@ use std::fmt::Write as _;
 use serde_json::{json, Value};
 use wmhcct_format::Profile;
 
-use crate::contexts::alloc_tree;
+use crate::contexts::{alloc_tree, contexts};
+use crate::mpi_internal::MpiOwn;
 use crate::report_text::{human_bytes, largest_peak, largest_resident};
+use crate::symbolize::Symbols;
 
 /// The exit status of `report` and `diff` when a limit is exceeded (1 is
 /// an error, 2 bad arguments).
@@ -26,6 +28,9 @@ pub enum Figure {
     Resident,
     /// Bytes live when the profile was taken (leaks, at exit).
     Live,
+    /// Those less the contexts allocated inside MPI calls: the program's
+    /// leaks, as `report --by leaked` lists them.
+    Leaked,
     /// Allocation calls.
     Count,
     /// Bytes allocated.
@@ -34,10 +39,11 @@ pub enum Figure {
     Temporary,
 }
 
-const FIGURES: [(Figure, &str); 6] = [
+const FIGURES: [(Figure, &str); 7] = [
     (Figure::Peak, "peak"),
     (Figure::Resident, "resident"),
     (Figure::Live, "live"),
+    (Figure::Leaked, "leaked"),
     (Figure::Count, "count"),
     (Figure::Bytes, "bytes"),
     (Figure::Temporary, "temporary"),
@@ -55,13 +61,15 @@ impl Figure {
         !matches!(self, Figure::Count | Figure::Temporary)
     }
 
-    /// The figure in `p`; `None` when the report does not have it (the
-    /// resident figures of a report written before they existed).
-    pub fn value(self, p: &Profile) -> Option<u64> {
+    /// The figure in `p`, whose contexts allocated inside MPI calls hold
+    /// `mpi_own` bytes at the end; `None` when the report does not have it
+    /// (the resident figures of a report written before they existed).
+    pub fn value(self, p: &Profile, mpi_own: u64) -> Option<u64> {
         Some(match self {
             Figure::Peak => largest_peak(p),
             Figure::Resident => largest_resident(p)?,
             Figure::Live => p.heap.live_bytes,
+            Figure::Leaked => p.heap.live_bytes.saturating_sub(mpi_own),
             Figure::Count => alloc_tree(p).map_or(0, |t| t.total_count),
             Figure::Bytes => alloc_tree(p).map_or(0, |t| t.total_bytes),
             Figure::Temporary => p.heap.temporary_count,
@@ -75,6 +83,16 @@ impl Figure {
         } else {
             v.to_string()
         }
+    }
+}
+
+/// The bytes live at the end in `p`'s contexts allocated inside MPI calls
+/// (the MPI library's own), when one of `limits` needs them; else 0.
+pub fn mpi_own_live(limits: &[Limit], p: &Profile, syms: &Symbols) -> u64 {
+    if limits.iter().any(|l| l.figure == Figure::Leaked) {
+        MpiOwn::of(&contexts(p, syms).contexts).total
+    } else {
+        0
     }
 }
 
@@ -222,41 +240,59 @@ fn missing(f: Figure, which: &str) -> anyhow::Error {
     )
 }
 
-/// `report --max`: each limit against `p`.
-pub fn check_budget(limits: &[Limit], p: &Profile, name: &str) -> anyhow::Result<Vec<Checked>> {
-    limits
+/// A report as the limits read it: its profile, symbols (for `leaked`,
+/// which leaves out the contexts allocated inside MPI calls) and name.
+pub struct Report<'a> {
+    pub profile: &'a Profile,
+    pub symbols: &'a Symbols,
+    pub name: &'a str,
+}
+
+impl Report<'_> {
+    /// The value of each of `limits`' figures, in order.
+    fn values(&self, limits: &[Limit]) -> anyhow::Result<Vec<u64>> {
+        let own = mpi_own_live(limits, self.profile, self.symbols);
+        limits
+            .iter()
+            .map(|l| {
+                l.figure
+                    .value(self.profile, own)
+                    .ok_or_else(|| missing(l.figure, self.name))
+            })
+            .collect()
+    }
+}
+
+/// `report --max`: each limit against `r`.
+pub fn check_budget(limits: &[Limit], r: &Report) -> anyhow::Result<Vec<Checked>> {
+    let values = r.values(limits)?;
+    Ok(limits
         .iter()
-        .map(|l| {
-            let b = l.figure.value(p).ok_or_else(|| missing(l.figure, name))?;
+        .zip(values)
+        .map(|(l, b)| {
             let bound = match l.allowed {
                 Allowed::Amount(v) => v,
                 // Refused by `parse_budget`; a percentage of nothing is 0.
                 Allowed::Percent(_) => 0,
             };
-            Ok(Checked {
+            Checked {
                 limit: *l,
                 a: None,
                 b,
                 bound,
                 passed: b <= bound,
-            })
+            }
         })
-        .collect()
+        .collect())
 }
 
 /// `diff --max-increase`: each limit on B's growth over A.
-pub fn check_increase(
-    limits: &[Limit],
-    a: &Profile,
-    a_name: &str,
-    b: &Profile,
-    b_name: &str,
-) -> anyhow::Result<Vec<Checked>> {
-    limits
+pub fn check_increase(limits: &[Limit], a: &Report, b: &Report) -> anyhow::Result<Vec<Checked>> {
+    let (xs, ys) = (a.values(limits)?, b.values(limits)?);
+    Ok(limits
         .iter()
-        .map(|l| {
-            let x = l.figure.value(a).ok_or_else(|| missing(l.figure, a_name))?;
-            let y = l.figure.value(b).ok_or_else(|| missing(l.figure, b_name))?;
+        .zip(xs.into_iter().zip(ys))
+        .map(|(l, (x, y))| {
             let bound = match l.allowed {
                 Allowed::Amount(v) => x.saturating_add(v),
                 Allowed::Percent(p) => {
@@ -268,15 +304,15 @@ pub fn check_increase(
                     })
                 }
             };
-            Ok(Checked {
+            Checked {
                 limit: *l,
                 a: Some(x),
                 b: y,
                 bound,
                 passed: y <= bound,
-            })
+            }
         })
-        .collect()
+        .collect())
 }
 
 fn signed_change(f: Figure, a: u64, b: u64) -> String {
@@ -439,7 +475,7 @@ mod tests {
         let e = parse_budget("heap=1MiB").unwrap_err();
         assert!(e.contains("unknown figure 'heap'"), "{e}");
         assert!(
-            e.contains("peak, resident, live, count, bytes, temporary"),
+            e.contains("peak, resident, live, leaked, count, bytes, temporary"),
             "{e}"
         );
         let e = parse_budget("peak").unwrap_err();
@@ -458,6 +494,14 @@ mod tests {
         assert!(parse_increase("peak=x%").is_err());
     }
 
+    fn report<'a>(p: &'a Profile, syms: &'a Symbols, name: &'a str) -> Report<'a> {
+        Report {
+            profile: p,
+            symbols: syms,
+            name,
+        }
+    }
+
     fn profile(peak: u64, live: u64) -> Profile {
         let mut p = Profile::default();
         p.heap.peak_bytes = peak;
@@ -468,23 +512,29 @@ mod tests {
     #[test]
     fn a_budget_holds_up_to_its_amount() {
         let p = profile(1000, 10);
-        let at = |s: &str| check_budget(&[parse_budget(s).unwrap()], &p, "r").unwrap()[0].clone();
+        let syms = Symbols::default();
+        let r = report(&p, &syms, "r.h5");
+        let at = |s: &str| check_budget(&[parse_budget(s).unwrap()], &r).unwrap()[0].clone();
         assert!(at("peak=1000").passed);
         assert!(!at("peak=999").passed);
         assert!(!at("live=0").passed);
         assert!(at("temporary=0").passed);
         assert_eq!(at("peak=999").bound, 999);
         // No resident figure: an error, not a pass.
-        let e = check_budget(&[parse_budget("resident=1GiB").unwrap()], &p, "r.h5").unwrap_err();
+        // No context inside MPI: the leaks are what is live.
+        assert_eq!(at("leaked=10").b, 10);
+        assert!(!at("leaked=9").passed);
+        let e = check_budget(&[parse_budget("resident=1GiB").unwrap()], &r).unwrap_err();
         assert!(e.to_string().contains("r.h5 has no resident figure"), "{e}");
     }
 
     #[test]
     fn an_increase_holds_up_to_a_share_or_an_amount() {
         let (a, b) = (profile(1000, 0), profile(1100, 10));
-        let at = |s: &str| {
-            check_increase(&[parse_increase(s).unwrap()], &a, "a", &b, "b").unwrap()[0].clone()
-        };
+        let syms = Symbols::default();
+        let (ra, rb) = (report(&a, &syms, "a"), report(&b, &syms, "b"));
+        let at =
+            |s: &str| check_increase(&[parse_increase(s).unwrap()], &ra, &rb).unwrap()[0].clone();
         assert!(at("peak=10%").passed);
         assert!(!at("peak=9.9%").passed);
         assert!(at("peak=100").passed);
@@ -493,7 +543,7 @@ mod tests {
         assert!(!at("live=1000%").passed);
         assert!(at("live=10").passed);
         // A fall always holds.
-        let c = check_increase(&[parse_increase("peak=0").unwrap()], &b, "b", &a, "a").unwrap();
+        let c = check_increase(&[parse_increase("peak=0").unwrap()], &rb, &ra).unwrap();
         assert!(c[0].passed);
         assert_eq!((c[0].a, c[0].b, c[0].bound), (Some(1100), 1000, 1100));
     }
@@ -506,7 +556,8 @@ mod tests {
             parse_increase("live=0").unwrap(),
             parse_increase("count=0").unwrap(),
         ];
-        let c = check_increase(&limits, &a, "a", &b, "b").unwrap();
+        let syms = Symbols::default();
+        let c = check_increase(&limits, &report(&a, &syms, "a"), &report(&b, &syms, "b")).unwrap();
         assert_eq!(
             c.iter().map(|c| c.passed).collect::<Vec<_>>(),
             [false, false, true]

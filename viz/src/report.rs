@@ -11,7 +11,14 @@ use crate::{limits, report_json, report_text};
 pub fn run(args: &ReportArgs) -> Result<u8> {
     let name = args.file.display().to_string();
     let loaded = load(&args.file).with_context(|| name.clone())?;
-    let checked = limits::check_budget(&args.max, &loaded.profile, &name)?;
+    let checked = limits::check_budget(
+        &args.max,
+        &limits::Report {
+            profile: &loaded.profile,
+            symbols: &loaded.symbols,
+            name: &name,
+        },
+    )?;
     let mut list = contexts(&loaded.profile, &loaded.symbols);
     let focus = args.select.focus();
     list.sort(args.by);
