@@ -217,11 +217,13 @@ pub fn run(args: &DiffArgs) -> Result<u8> {
         &limits::Report {
             profile: pa,
             symbols: &a.symbols,
+            contexts: None,
             name: &name_a,
         },
         &limits::Report {
             profile: pb,
             symbols: &b.symbols,
+            contexts: None,
             name: &name_b,
         },
     )?;

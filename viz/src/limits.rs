@@ -10,7 +10,7 @@ use std::fmt::Write as _;
 use serde_json::{json, Value};
 use wmhcct_format::Profile;
 
-use crate::contexts::{alloc_tree, contexts};
+use crate::contexts::{alloc_tree, contexts, ContextList};
 use crate::mpi_internal::MpiOwn;
 use crate::report_text::{human_bytes, largest_peak, largest_resident};
 use crate::symbolize::Symbols;
@@ -86,16 +86,6 @@ impl Figure {
     }
 }
 
-/// The bytes live at the end in `p`'s contexts allocated inside MPI calls
-/// (the MPI library's own), when one of `limits` needs them; else 0.
-pub fn mpi_own_live(limits: &[Limit], p: &Profile, syms: &Symbols) -> u64 {
-    if limits.iter().any(|l| l.figure == Figure::Leaked) {
-        MpiOwn::of(&contexts(p, syms).contexts).total
-    } else {
-        0
-    }
-}
-
 /// How far a figure may go.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum Allowed {
@@ -124,7 +114,7 @@ impl Limit {
 
 /// clap's parser for `report --max`: an amount, no percentage.
 pub fn parse_budget(s: &str) -> Result<Limit, String> {
-    let l = parse(s)?;
+    let l = parse_increase(s)?;
     if let Allowed::Percent(_) = l.allowed {
         return Err(format!(
             "a percentage needs a reference report (`wmhcct diff A B --max-increase`); \
@@ -135,11 +125,6 @@ pub fn parse_budget(s: &str) -> Result<Limit, String> {
     Ok(l)
 }
 
-/// clap's parser for `diff --max-increase`: an amount or a percentage.
-pub fn parse_increase(s: &str) -> Result<Limit, String> {
-    parse(s)
-}
-
 fn example(f: Figure) -> String {
     if f.is_bytes() {
         format!("{}=512MiB", f.name())
@@ -148,7 +133,8 @@ fn example(f: Figure) -> String {
     }
 }
 
-fn parse(s: &str) -> Result<Limit, String> {
+/// clap's parser for `diff --max-increase`: an amount or a percentage.
+pub fn parse_increase(s: &str) -> Result<Limit, String> {
     let accepted = || {
         FIGURES
             .iter()
@@ -240,18 +226,32 @@ fn missing(f: Figure, which: &str) -> anyhow::Error {
     )
 }
 
-/// A report as the limits read it: its profile, symbols (for `leaked`,
-/// which leaves out the contexts allocated inside MPI calls) and name.
+/// A report as the limits read it: its profile, symbols and name, and its
+/// contexts if the caller has them (for `leaked`, which leaves out the
+/// contexts allocated inside MPI calls; built here when needed otherwise).
 pub struct Report<'a> {
     pub profile: &'a Profile,
     pub symbols: &'a Symbols,
+    pub contexts: Option<&'a ContextList>,
     pub name: &'a str,
 }
 
 impl Report<'_> {
+    /// The bytes live at the end in the contexts allocated inside MPI calls
+    /// (the MPI library's own), when one of `limits` needs them; else 0.
+    fn mpi_own_live(&self, limits: &[Limit]) -> u64 {
+        if !limits.iter().any(|l| l.figure == Figure::Leaked) {
+            return 0;
+        }
+        match self.contexts {
+            Some(list) => MpiOwn::of(&list.contexts).total,
+            None => MpiOwn::of(&contexts(self.profile, self.symbols).contexts).total,
+        }
+    }
+
     /// The value of each of `limits`' figures, in order.
     fn values(&self, limits: &[Limit]) -> anyhow::Result<Vec<u64>> {
-        let own = mpi_own_live(limits, self.profile, self.symbols);
+        let own = self.mpi_own_live(limits);
         limits
             .iter()
             .map(|l| {
@@ -498,6 +498,7 @@ mod tests {
         Report {
             profile: p,
             symbols: syms,
+            contexts: None,
             name,
         }
     }

@@ -11,15 +11,16 @@ use crate::{limits, report_json, report_text};
 pub fn run(args: &ReportArgs) -> Result<u8> {
     let name = args.file.display().to_string();
     let loaded = load(&args.file).with_context(|| name.clone())?;
+    let mut list = contexts(&loaded.profile, &loaded.symbols);
     let checked = limits::check_budget(
         &args.max,
         &limits::Report {
             profile: &loaded.profile,
             symbols: &loaded.symbols,
+            contexts: Some(&list),
             name: &name,
         },
     )?;
-    let mut list = contexts(&loaded.profile, &loaded.symbols);
     let focus = args.select.focus();
     list.sort(args.by);
     let out = if args.json {
