@@ -79,7 +79,7 @@ pub enum PlotFormat {
 
 #[derive(clap::Args, Debug)]
 pub struct PlotArgs {
-    /// An HDF5 report or a raw profile.
+    /// An HDF5 report or a raw profile; `-` reads it from standard input.
     pub file: PathBuf,
     /// Directory for the plot files (created if missing).
     #[arg(long)]
@@ -114,7 +114,7 @@ pub enum ExportFormat {
 
 #[derive(clap::Args, Debug)]
 pub struct ExportArgs {
-    /// An HDF5 report or a raw profile.
+    /// An HDF5 report or a raw profile; `-` reads it from standard input.
     pub file: PathBuf,
     #[arg(long, value_enum)]
     pub format: ExportFormat,
@@ -136,7 +136,7 @@ pub struct ExportArgs {
 
 #[derive(clap::Args, Debug)]
 pub struct DiffArgs {
-    /// The reference report.
+    /// The reference report (`-`: standard input, for one of the two).
     pub a: PathBuf,
     /// The report compared with it.
     pub b: PathBuf,
@@ -242,7 +242,7 @@ pub struct RunArgs {
 
 #[derive(clap::Args, Debug)]
 pub struct ConvertArgs {
-    /// Profile file(s) written by the tracer.
+    /// Profile file(s) written by the tracer (`-`: one from standard input).
     #[arg(required = true, num_args = 1..)]
     pub profiles: Vec<PathBuf>,
     /// Output HDF5 report.
@@ -255,7 +255,8 @@ pub struct ConvertArgs {
 
 #[derive(clap::Args, Debug)]
 pub struct MergeArgs {
-    /// Spill directories (every `*.wmprof` in them) and/or profile files.
+    /// Spill directories (every `*.wmprof` in them) and/or profile files
+    /// (`-`: one from standard input).
     #[arg(required = true, num_args = 1..)]
     pub inputs: Vec<PathBuf>,
     /// Output HDF5 report.
@@ -268,7 +269,7 @@ pub struct MergeArgs {
 
 #[derive(clap::Args, Debug)]
 pub struct ReportArgs {
-    /// An HDF5 report or a raw profile.
+    /// An HDF5 report or a raw profile; `-` reads it from standard input.
     pub file: PathBuf,
     /// Number of contexts (or, with --group, functions, lines or modules) to list
     /// (default: 20 for text, all for JSON).

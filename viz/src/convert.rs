@@ -19,7 +19,7 @@ pub fn run(args: &ConvertArgs) -> Result<()> {
         }
     }
     let profile = if inputs.len() == 1 {
-        read_profile(&inputs[0]).with_context(|| inputs[0].display().to_string())?
+        read_profile(&inputs[0]).with_context(|| crate::spool::name(&inputs[0]))?
     } else {
         // Several profiles (ranks or processes of one job): one job report.
         merge_profiles(read_all(&inputs)?)?

@@ -208,7 +208,7 @@ fn signed_bytes(d: i128) -> String {
 
 /// Prints the comparison; the exit status: 0, or [`limits::EXCEEDED`].
 pub fn run(args: &DiffArgs) -> Result<u8> {
-    let (name_a, name_b) = (args.a.display().to_string(), args.b.display().to_string());
+    let (name_a, name_b) = (crate::spool::name(&args.a), crate::spool::name(&args.b));
     let a = load(&args.a).with_context(|| name_a.clone())?;
     let b = load(&args.b).with_context(|| name_b.clone())?;
     let (pa, pb) = (&a.profile, &b.profile);
@@ -309,8 +309,8 @@ fn render_text(
     focus: Option<&FocusPair>,
 ) -> String {
     let mut s = String::new();
-    let _ = writeln!(s, "A: {} ({})", args.a.display(), a.meta.program);
-    let _ = writeln!(s, "B: {} ({})", args.b.display(), b.meta.program);
+    let _ = writeln!(s, "A: {} ({})", crate::spool::name(&args.a), a.meta.program);
+    let _ = writeln!(s, "B: {} ({})", crate::spool::name(&args.b), b.meta.program);
     let _ = writeln!(s, "ranks:      {:>14} {:>14}", rank_count(a), rank_count(b));
     let pair = |s: &mut String, what: &str, x: u64, y: u64, note: &str| {
         let _ = writeln!(

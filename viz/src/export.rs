@@ -103,7 +103,7 @@ impl LeftOut {
 }
 
 pub fn run(args: &ExportArgs) -> Result<()> {
-    let name = args.file.display().to_string();
+    let name = crate::spool::name(&args.file);
     let loaded = load(&args.file).with_context(|| name.clone())?;
     let focus = args.select.focus();
     let text = match args.format {

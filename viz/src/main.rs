@@ -42,6 +42,7 @@ mod seal;
 mod sites;
 mod sizes;
 mod slurm;
+mod spool;
 mod stacks;
 mod sums;
 mod symbolize;

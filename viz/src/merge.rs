@@ -17,6 +17,10 @@ use crate::input::read_profile;
 pub fn expand(inputs: &[PathBuf]) -> Result<Vec<PathBuf>> {
     let mut out: Vec<PathBuf> = Vec::new();
     for p in inputs {
+        if crate::spool::is_stdin(p) {
+            out.push(p.clone());
+            continue;
+        }
         let meta = std::fs::metadata(p).with_context(|| p.display().to_string())?;
         if meta.is_dir() {
             let mut files: Vec<PathBuf> = std::fs::read_dir(p)
@@ -92,7 +96,7 @@ pub fn read_all(files: &[PathBuf]) -> Result<Vec<(PathBuf, Profile)>> {
         .iter()
         .map(|f| {
             read_profile(f)
-                .with_context(|| f.display().to_string())
+                .with_context(|| crate::spool::name(f))
                 .map(|p| (f.clone(), p))
         })
         .collect()
@@ -111,7 +115,7 @@ pub fn run(args: &MergeArgs) -> Result<()> {
             Err(e) if !args.inputs.contains(f) => {
                 eprintln!("wmhcct: warning: skipping {}: {e}", f.display());
             }
-            Err(e) => return Err(e).with_context(|| f.display().to_string()),
+            Err(e) => return Err(e).with_context(|| crate::spool::name(f)),
         }
     }
     if profiles.is_empty() {
@@ -132,8 +136,9 @@ pub fn run(args: &MergeArgs) -> Result<()> {
     Ok(())
 }
 
+/// Delete the input files (a stream, such as `-`, has nothing to delete).
 pub fn remove(files: &[PathBuf]) -> Result<()> {
-    for p in files {
+    for p in files.iter().filter(|p| !crate::spool::is_stream(p)) {
         std::fs::remove_file(p).with_context(|| format!("{}: removing input", p.display()))?;
     }
     Ok(())

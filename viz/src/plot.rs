@@ -81,7 +81,7 @@ fn emit<P: Plot>(
 }
 
 pub fn run(args: &PlotArgs) -> Result<()> {
-    let name = args.file.display().to_string();
+    let name = crate::spool::name(&args.file);
     let loaded = load(&args.file).with_context(|| name.clone())?;
     crate::font::register().map_err(anyhow::Error::msg)?;
     let dir = &args.out_dir;

@@ -9,7 +9,7 @@ use crate::{limits, report_json, report_text};
 
 /// Prints the report; the exit status: 0, or [`limits::EXCEEDED`].
 pub fn run(args: &ReportArgs) -> Result<u8> {
-    let name = args.file.display().to_string();
+    let name = crate::spool::name(&args.file);
     let loaded = load(&args.file).with_context(|| name.clone())?;
     let mut list = contexts(&loaded.profile, &loaded.symbols);
     let checked = limits::check_budget(
