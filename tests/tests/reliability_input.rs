@@ -288,3 +288,30 @@ fn merge_on_empty_or_garbage_directories() {
     );
     assert!(!Path::new(&out_h5).exists(), "no report from nothing");
 }
+
+/// A report given where a raw profile is wanted (`convert`, `merge`) is
+/// named for what it is, and `plot --out-dir` naming a file says so,
+/// instead of the system's "bad magic" and "File exists".
+#[test]
+fn a_report_where_a_profile_is_wanted_and_a_file_as_plot_directory() {
+    let w = WorkDir::new("rel-cli-kind");
+    let prof = real_profile(&w);
+    let h5 = w.join("r.h5");
+    let p = prof.to_string_lossy().into_owned();
+    let r = h5.to_string_lossy().into_owned();
+    cli_out(&w.path, &["convert", &p, "-o", &r]);
+    let out_h5 = w.join("out.h5").to_string_lossy().into_owned();
+    for cmd in ["convert", "merge"] {
+        fails_cleanly(
+            &[cmd, &r, "-o", &out_h5],
+            &h5,
+            &["an HDF5 file, not a wmhcct profile"],
+        );
+    }
+    fails_cleanly(
+        &["plot", &r, "--out-dir", &p],
+        &prof,
+        &["exists and is not a directory"],
+    );
+    assert!(!Path::new(&out_h5).exists());
+}

@@ -20,6 +20,8 @@ pub enum InputError {
     Empty,
     #[error("not a wmhcct report or profile")]
     Unrecognised,
+    #[error("an HDF5 file, not a wmhcct profile: this command takes the raw profiles the tracer writes (.wmprof); a report is read by `wmhcct report`, `plot`, `export` and `diff`")]
+    ReportNotProfile,
     #[error(transparent)]
     Profile(#[from] wmhcct_format::FormatError),
     #[error(transparent)]
@@ -71,6 +73,9 @@ pub fn read_profile(path: &Path) -> Result<Profile, InputError> {
     let bytes = std::fs::read(input.path())?;
     if bytes.is_empty() {
         return Err(InputError::Empty);
+    }
+    if bytes.starts_with(&HDF5_MAGIC) {
+        return Err(InputError::ReportNotProfile);
     }
     Ok(wmhcct_format::decode(&bytes)?)
 }

@@ -85,10 +85,10 @@ pub fn run(args: &PlotArgs) -> Result<()> {
     let loaded = load(&args.file).with_context(|| name.clone())?;
     crate::font::register().map_err(anyhow::Error::msg)?;
     let dir = &args.out_dir;
-    std::fs::create_dir_all(dir).with_context(|| dir.display().to_string())?;
-    if !dir.is_dir() {
-        bail!("{}: not a directory", dir.display());
+    if dir.exists() && !dir.is_dir() {
+        bail!("{}: exists and is not a directory", dir.display());
     }
+    std::fs::create_dir_all(dir).with_context(|| dir.display().to_string())?;
     let mut contexts = contexts(&loaded.profile, &loaded.symbols);
     let focus = args.select.focus();
     // The page's text report, of the whole list (it applies the focus and
