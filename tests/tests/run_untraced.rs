@@ -161,3 +161,104 @@ fn a_command_killed_by_sigkill() {
         ),
     );
 }
+
+/// Programs built with a sanitizer that owns malloc stop at start with the
+/// tracer preloaded in front of its run-time (AddressSanitizer exits 1
+/// saying its run-time "does not come first", LeakSanitizer fails a CHECK,
+/// ThreadSanitizer dies of SIGSEGV): `wmhcct run` runs them as they are and
+/// says why. UBSan, which leaves malloc alone, is traced.
+#[test]
+fn programs_built_with_a_sanitizer_that_owns_malloc() {
+    for (flag, which) in [
+        ("-fsanitize=address", "AddressSanitizer"),
+        ("-fsanitize=thread", "ThreadSanitizer"),
+        ("-fsanitize=leak", "LeakSanitizer"),
+    ] {
+        let w = WorkDir::new("untraced-sanitizer");
+        let exe = compile("sort_keys.c", &w.path, Opt::Release, &[flag, "-DLEAKS=0"]);
+        if which == "AddressSanitizer" {
+            // What `run` spares the user: preloaded by hand, it stops.
+            let h5 = w.join("direct.h5");
+            let direct = run_traced(&exe, &[] as &[&str], &w.path, &h5, &[]);
+            assert_eq!(direct.code, 1, "{}", direct.describe());
+            assert!(
+                direct.stderr.contains("does not come first"),
+                "{}",
+                direct.describe()
+            );
+            assert!(!h5.exists());
+        }
+        let exe = exe.to_str().unwrap();
+        let why = format!(
+            "wmhcct: no report: {exe} is built with {which}, whose run-time library must be loaded first and replaces malloc itself, so it ran without the tracer"
+        );
+        let h5 = w.join("s.h5");
+        assert_untraced(&w, &[exe], 0, Some(&h5), &why);
+        assert_untraced(&w, &[exe], 0, None, &why);
+    }
+    let w = WorkDir::new("traced-ubsan");
+    let exe = compile(
+        "sort_keys.c",
+        &w.path,
+        Opt::Release,
+        &["-fsanitize=undefined", "-DLEAKS=0"],
+    );
+    let h5 = w.join("u.h5");
+    let run = wmhcct_run(&w.path, Some(&h5), &[exe.to_str().unwrap()]);
+    assert_eq!(run.code, 0, "{}", run.describe());
+    assert_clean_stderr(&run, &h5);
+    assert!(total_count(&report_json(&h5), "malloc") > 1000);
+}
+
+/// The same through a launcher: `wmhcct run -- mpirun … ./app` finds the
+/// sanitizer in the program the launcher starts, named by a path.
+#[test]
+fn an_mpi_job_of_a_program_built_with_addresssanitizer() {
+    let w = WorkDir::new("untraced-sanitizer-mpi");
+    let src = root().join("tests/programs/mpi_pattern.c");
+    let exe = w.join("mpi_pattern");
+    let built = run_cmd(
+        command("mpicc", &["-g", "-O1", "-fsanitize=address", "-o"], &w.path)
+            .arg(&exe)
+            .arg(&src),
+        TIMEOUT,
+    );
+    assert_eq!(built.code, 0, "{}", built.describe());
+    let job = |traced: bool| {
+        let launcher = ["mpirun", "--oversubscribe", "-np", "2"];
+        let mut c = if traced {
+            let mut c = command(bin(), &["run", "--"], &w.path);
+            c.args(launcher);
+            c
+        } else {
+            command(launcher[0], &launcher[1..], &w.path)
+        };
+        c.arg(&exe)
+            .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
+            .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
+            // The MPI library's own leaks are not this test's business.
+            .env("ASAN_OPTIONS", "detect_leaks=0");
+        run_cmd(&mut c, TIMEOUT)
+    };
+    let native = job(false);
+    let run = job(true);
+    assert_eq!(run.code, native.code, "{}", run.describe());
+    assert_eq!(native.code, 0, "{}", native.describe());
+    assert_eq!(
+        sorted_lines(&run.stdout),
+        sorted_lines(&native.stdout),
+        "{}",
+        run.describe()
+    );
+    assert_eq!(
+        run.stderr.lines().last(),
+        Some(format!(
+            "wmhcct: no report: {} is built with AddressSanitizer, whose run-time library must be loaded first and replaces malloc itself, so it ran without the tracer",
+            exe.display()
+        ))
+        .as_deref(),
+        "{}",
+        run.describe()
+    );
+    assert!(files_named(&w.path, "", ".h5").is_empty());
+}

@@ -38,6 +38,7 @@ mod report_files;
 mod report_json;
 mod report_text;
 mod run;
+mod sanitizer;
 mod seal;
 mod sites;
 mod sizes;

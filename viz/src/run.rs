@@ -45,22 +45,10 @@ fn find_lib(explicit: Option<&PathBuf>) -> Result<PathBuf> {
     )
 }
 
-/// Run the command; returns the exit code to pass on (128 + signal when
-/// killed; 127 when it is not found, 126 when it cannot be executed).
-pub fn run(args: &RunArgs) -> Result<i32> {
-    let lib = find_lib(args.lib.as_ref())?;
-    let lib = std::fs::canonicalize(&lib).unwrap_or(lib);
-    let mut preload = OsString::from(lib.as_os_str());
-    if let Some(old) = std::env::var_os("LD_PRELOAD").filter(|v| !v.is_empty()) {
-        preload.push(":");
-        preload.push(old);
-    }
-    let (program, rest) = args
-        .command
-        .split_first()
-        .context("no command given after --")?;
-    let mut cmd = Command::new(program);
-    cmd.args(rest).env("LD_PRELOAD", preload);
+/// Set up `cmd` to run under the tracer: `LD_PRELOAD` and the settings
+/// given as options.
+fn trace(cmd: &mut Command, args: &RunArgs, preload: OsString) {
+    cmd.env("LD_PRELOAD", preload);
     if let Some(out) = &args.out {
         cmd.env("WMHCCT_OUT", out);
     }
@@ -78,6 +66,30 @@ pub fn run(args: &RunArgs) -> Result<i32> {
     }
     if let Some(placement) = &args.collector {
         cmd.env("WMHCCT_COLLECTOR", placement);
+    }
+}
+
+/// Run the command; returns the exit code to pass on (128 + signal when
+/// killed; 127 when it is not found, 126 when it cannot be executed).
+pub fn run(args: &RunArgs) -> Result<i32> {
+    let lib = find_lib(args.lib.as_ref())?;
+    let lib = std::fs::canonicalize(&lib).unwrap_or(lib);
+    let mut preload = OsString::from(lib.as_os_str());
+    if let Some(old) = std::env::var_os("LD_PRELOAD").filter(|v| !v.is_empty()) {
+        preload.push(":");
+        preload.push(old);
+    }
+    let (program, rest) = args
+        .command
+        .split_first()
+        .context("no command given after --")?;
+    let mut cmd = Command::new(program);
+    cmd.args(rest);
+    // A program built with a sanitizer that owns malloc stops at start with
+    // the tracer in front of its run-time: run it as it is.
+    let sanitized = crate::sanitizer::in_command(&args.command);
+    if sanitized.is_none() {
+        trace(&mut cmd, args, preload);
     }
     let report = args.out.clone().or_else(|| {
         std::env::var_os("WMHCCT_OUT")
@@ -107,7 +119,14 @@ pub fn run(args: &RunArgs) -> Result<i32> {
         .as_deref()
         .zip(before.as_ref())
         .map(|(r, b)| (r, files(r).written_since(b)));
-    if let Some(line) = no_report_line(program, outcome, status.signal()) {
+    let line = match sanitized {
+        Some((exe, which)) => Some(format!(
+            "wmhcct: no report: {} is built with {which}, whose run-time library must be loaded first and replaces malloc itself, so it ran without the tracer",
+            exe.display()
+        )),
+        None => no_report_line(program, outcome, status.signal()),
+    };
+    if let Some(line) = line {
         eprintln!("{line}");
     }
     if let Some(sig) = status.signal() {
