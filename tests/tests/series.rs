@@ -180,4 +180,61 @@ fn mpi_job_series_shows_each_ranks_block() {
     assert!(mpi >= 10 * RANKS as u64, "MPI totals {mpi}");
     assert_eq!(u(&v["mpi_events_sum"]), mpi, "MPI events");
     assert!(u(&v["samples"]) > 0);
+
+    // The text report's timeline, and the JSON's same columns: rank 3's
+    // block stands out in the live heap's row while it is held.
+    let report = run_cmd(
+        Command::new(bin()).arg("report").arg(&h5).arg("--json"),
+        Duration::from_secs(60),
+    );
+    assert_eq!(report.code, 0, "{}", report.describe());
+    let j: Value = serde_json::from_str(&report.stdout).unwrap();
+    let t = &j["timeline"];
+    let column_ns = u(&t["column_ns"]);
+    let t0 = u(&t["start_unix_ns"]);
+    assert_eq!(t0, start);
+    let live: Vec<u64> = t["live_bytes_max"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(u)
+        .collect();
+    assert!((1..=60).contains(&live.len()), "{} columns", live.len());
+    let column = |t: u64| ((t.saturating_sub(t0)) / column_ns) as usize;
+    let (t1, t2) = window[RANKS - 1];
+    let during = live[column(t1 / 2 + t2 / 2)];
+    let block = RANKS as u64 * MIB;
+    assert!(during >= block, "{live:?}");
+    assert_eq!(during, *live.iter().max().unwrap(), "{live:?}");
+    let first_hold = column(window.iter().map(|w| w.0).min().unwrap());
+    if first_hold >= 2 {
+        let before = live[first_hold - 2];
+        assert!(before + block * 9 / 10 <= during, "{live:?}");
+    }
+    let allocs: u64 = t["alloc_events"].as_array().unwrap().iter().map(u).sum();
+    assert_eq!(
+        allocs,
+        u(&v["alloc_events_sum"]),
+        "every allocation in a column"
+    );
+    let mpi: u64 = t["mpi_events"].as_array().unwrap().iter().map(u).sum();
+    assert_eq!(mpi, u(&v["mpi_events_sum"]));
+    let text = run_cmd(
+        Command::new(bin()).arg("report").arg(&h5),
+        Duration::from_secs(60),
+    );
+    assert_eq!(text.code, 0, "{}", text.describe());
+    let row = text
+        .stdout
+        .lines()
+        .find_map(|l| l.strip_prefix("  live heap     "))
+        .unwrap_or_else(|| panic!("no timeline: {}", text.stdout));
+    let glyphs: Vec<char> = row.chars().take(live.len()).collect();
+    assert_eq!(glyphs[column(t1 / 2 + t2 / 2)], '█', "{row}");
+    assert!(row.contains("(on one rank)"), "{row}");
+    assert!(
+        text.stdout.contains("\n  MPI calls     "),
+        "{}",
+        text.stdout
+    );
 }

@@ -47,6 +47,7 @@ mod spool;
 mod stacks;
 mod sums;
 mod symbolize;
+mod timeline;
 mod untraced;
 
 use std::process::ExitCode;

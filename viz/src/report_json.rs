@@ -326,6 +326,9 @@ pub fn render(
         "contexts": contexts,
         "untraced": untraced,
     });
+    if let Some(timeline) = crate::timeline::json(p) {
+        v["timeline"] = timeline;
+    }
     if let Some(sites) = sites {
         v["sites"] = sites;
     }

@@ -173,6 +173,7 @@ pub fn render(
     }
 
     crate::sizes::write_text(&mut s, h);
+    crate::timeline::write_text(&mut s, p);
 
     let u = &p.unwind;
     let _ = writeln!(
