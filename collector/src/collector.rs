@@ -359,6 +359,12 @@ impl Collector {
         self.hcct.snapshot(name, resolve, self.heap.epoch)
     }
 
+    /// Bytes live now (requested sizes): [`HeapStats::live_bytes`], cheaply.
+    #[inline]
+    pub fn live_bytes(&self) -> u64 {
+        self.heap.live
+    }
+
     pub fn heap_stats(&self) -> HeapStats {
         let ev = self.hcct.evicted();
         HeapStats {

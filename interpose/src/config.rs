@@ -99,6 +99,9 @@ pub struct Config {
     pub event_samples: u32,
     /// Who records events into the collector.
     pub collector: CollectorPlacement,
+    /// Live heap at which the first snapshot is taken (`WMHCCT_SNAPSHOT`;
+    /// `u64::MAX`: never).
+    pub snapshot_from: u64,
 }
 
 pub const DEFAULT_PHI: f64 = 1e-4;
@@ -110,6 +113,7 @@ pub const DEFAULT_UNWIND: UnwindMode = UnwindMode::Second;
 pub const DEFAULT_BINS: u32 = 1024;
 pub const DEFAULT_RANK_SERIES: u32 = 1024;
 pub const DEFAULT_EVENT_SAMPLES: u32 = 10_000;
+pub const DEFAULT_SNAPSHOT_FROM: u64 = 1 << 30;
 
 impl Default for Config {
     fn default() -> Self {
@@ -130,6 +134,7 @@ impl Default for Config {
             rank_series: DEFAULT_RANK_SERIES,
             event_samples: DEFAULT_EVENT_SAMPLES,
             collector: CollectorPlacement::Auto,
+            snapshot_from: DEFAULT_SNAPSHOT_FROM,
         }
     }
 }
@@ -168,6 +173,29 @@ fn parse_u64_in(
             None
         }
     }
+}
+
+/// A heap size: whole bytes, or a number with a binary unit (`512MiB`,
+/// `1.5GiB`; `K`, `M`, `G`, `T` alone mean the same units).
+fn parse_size(value: &str) -> Option<u64> {
+    let v = value.trim();
+    let split = v
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(v.len());
+    let (number, unit) = (&v[..split], v[split..].trim());
+    let shift = match unit {
+        "" | "B" => 0,
+        "K" | "KiB" => 10,
+        "M" | "MiB" => 20,
+        "G" | "GiB" => 30,
+        "T" | "TiB" => 40,
+        _ => return None,
+    };
+    if unit.is_empty() || unit == "B" {
+        return number.parse::<u64>().ok();
+    }
+    let x = number.parse::<f64>().ok()? * (1u64 << shift) as f64;
+    (x.is_finite() && x >= 0.0 && x < u64::MAX as f64).then_some(x as u64)
 }
 
 impl Config {
@@ -317,6 +345,18 @@ impl Config {
                 ));
             }
         }
+        if let Some(v) = get("WMHCCT_SNAPSHOT") {
+            match (v.trim(), parse_size(&v)) {
+                ("off", _) | (_, Some(0)) => c.snapshot_from = u64::MAX,
+                (_, Some(x)) => c.snapshot_from = x,
+                (_, None) => w.push(bad(
+                    "WMHCCT_SNAPSHOT",
+                    &v,
+                    "the live heap of the first snapshot, as 512MiB, 1.5GiB or whole bytes, \
+                     or 0 (or off) for none (default 1GiB)",
+                )),
+            }
+        }
         if let Some(v) = get("WMHCCT_SPILL_DIR") {
             if v.is_empty() {
                 w.push(bad("WMHCCT_SPILL_DIR", &v, "a directory path"));
@@ -337,6 +377,33 @@ impl Config {
 mod tests {
     use super::*;
     use std::collections::HashMap;
+
+    #[test]
+    fn snapshot_sizes() {
+        let from = |v: &str| {
+            let (c, w) = Config::from_lookup(|k| (k == "WMHCCT_SNAPSHOT").then(|| v.to_string()));
+            (c.snapshot_from, w.len())
+        };
+        assert_eq!(Config::default().snapshot_from, 1 << 30);
+        assert_eq!(from("512MiB"), (512 << 20, 0));
+        assert_eq!(from("1.5GiB"), (3 << 29, 0));
+        assert_eq!(from("2G"), (2 << 30, 0));
+        assert_eq!(from(" 4096 "), (4096, 0));
+        assert_eq!(from("64KiB"), (64 << 10, 0));
+        assert_eq!(from("0"), (u64::MAX, 0));
+        assert_eq!(from("off"), (u64::MAX, 0));
+        for bad in [
+            "lots",
+            "",
+            "-1",
+            "5XB",
+            "1.5",
+            "1e3MiB",
+            "99999999999999999999",
+        ] {
+            assert_eq!(from(bad), (1 << 30, 1), "{bad:?}");
+        }
+    }
 
     fn parse(pairs: &[(&str, &str)]) -> (Config, Vec<String>) {
         let m: HashMap<String, String> = pairs

@@ -389,6 +389,8 @@ pub fn before_finalize() {
             "the cross-rank reduction failed; writing this rank's profile to the spill directory",
         ]);
         crate::report::spill_bytes(t, &bytes);
+    } else {
+        crate::report::forget_snapshot(t);
     }
 }
 

@@ -330,13 +330,19 @@ fn collect(t: &'static crate::tracer::Tracer, p: &'static Packets) {
         let pending = p.pending();
         if pending >= MIN_WORDS || (woke && pending > 0) {
             woke = false;
-            let mut core = t.core.lock();
-            // The report is taken under the core lock: nothing is applied
-            // after it.
-            if crate::tracer::running().is_none() {
-                return;
+            let snapshot_due = {
+                let mut core = t.core.lock();
+                // The report is taken under the core lock: nothing is
+                // applied after it.
+                if crate::tracer::running().is_none() {
+                    return;
+                }
+                p.drain(&mut core, BATCH);
+                core.collector.live_bytes() >= core.snapshot_at
+            };
+            if snapshot_due {
+                crate::report::snapshot_ordered(t);
             }
-            p.drain(&mut core, BATCH);
             idle = 0;
             continue;
         }
@@ -426,6 +432,7 @@ mod tests {
             records: Vec::new(),
             generation: (0, 0),
             cursors: CursorAccess::new(),
+            snapshot_at: u64::MAX,
         }
     }
 

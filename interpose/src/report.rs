@@ -259,7 +259,7 @@ pub fn write(g: &Guard, t: &Tracer, reason: &str) {
 }
 
 /// Stack the report's writing may need.
-const REPORT_STACK: u64 = 1 << 20;
+pub const REPORT_STACK: u64 = 1 << 20;
 
 fn write_here(g: &Guard, t: &Tracer, reason: &str) {
     if tracer::job(t).is_some() {
@@ -332,6 +332,7 @@ fn write_here(g: &Guard, t: &Tracer, reason: &str) {
         Ok(bytes) => convert(t, &bytes, &report, !descendant && !beside_the_job),
         Err(e) => crate::diag::message(&["cannot encode the profile: ", &e.to_string()]),
     }
+    forget_snapshot(t);
 }
 
 /// The closing line: the report, and how many processes this process
@@ -422,13 +423,7 @@ fn shared_report(t: &Tracer) -> bool {
 /// `rank-<r>.wmprof` (the launcher's rank before or without MPI;
 /// `pid-<pid>.wmprof` outside a launch).
 pub fn spill_bytes(t: &Tracer, bytes: &[u8]) {
-    let rank = tracer::job(t)
-        .map(|j| j.rank)
-        .or(launch_task(t).map(|(r, _)| r));
-    let name = match rank {
-        Some(r) => format!("rank-{r}.wmprof"),
-        None => format!("pid-{}.wmprof", std::process::id()),
-    };
+    let name = spill_name(t);
     if let Some((dir, report)) = spill_as(t, bytes, &name) {
         crate::diag::message(&[
             "this process's profile left in ",
@@ -441,9 +436,35 @@ pub fn spill_bytes(t: &Tracer, bytes: &[u8]) {
     }
 }
 
+/// This process's file name in the spill directory.
+fn spill_name(t: &Tracer) -> String {
+    let rank = tracer::job(t)
+        .map(|j| j.rank)
+        .or(launch_task(t).map(|(r, _)| r));
+    match rank {
+        Some(r) => format!("rank-{r}.wmprof"),
+        None => format!("pid-{}.wmprof", std::process::id()),
+    }
+}
+
+/// Write `bytes` into the job's spill directory as `name`, the process's
+/// final profile there: a snapshot of it under another name is removed.
+/// Returns the directory and the report a merge of it makes (`None`, said,
+/// on failure).
+fn spill_as(t: &Tracer, bytes: &[u8], name: &str) -> Option<(PathBuf, PathBuf)> {
+    let written = write_spill(t, bytes, name)?;
+    let path = written.0.join(name);
+    if let Some(old) = own_snapshot(t) {
+        if old != path {
+            remove_snapshot(&old);
+        }
+    }
+    Some(written)
+}
+
 /// Write `bytes` into the job's spill directory as `name`; returns the
 /// directory and the report a merge of it makes (`None`, said, on failure).
-fn spill_as(t: &Tracer, bytes: &[u8], name: &str) -> Option<(PathBuf, PathBuf)> {
+fn write_spill(t: &Tracer, bytes: &[u8], name: &str) -> Option<(PathBuf, PathBuf)> {
     let report = tracer::job(t)
         .map(|j| j.report)
         .unwrap_or_else(|| job_report_path(t));
@@ -470,6 +491,85 @@ fn spill_as(t: &Tracer, bytes: &[u8], name: &str) -> Option<(PathBuf, PathBuf)> 
             crate::diag::message(&["cannot write ", &path.to_string_lossy(), ": ", &e]);
             None
         }
+    }
+}
+
+/// Take a snapshot when the live heap has reached `core.snapshot_at`
+/// (`WMHCCT_SNAPSHOT`, then each time it has grown by half since the last
+/// one): the profile as it stands, left in the spill directory under the
+/// name the process's own spill file would have, where `wmhcct merge` and
+/// `wmhcct report` read it. So a process killed without warning, by
+/// SIGKILL or the kernel's OOM killer, leaves what made its heap that
+/// large. Called with the core lock held, in normal context (an event's
+/// recording, or the collector thread between batches, [`snapshot_ordered`]);
+/// nothing is said
+/// unless the file cannot be written, after which no more are taken. The
+/// normal end replaces or removes it ([`forget_snapshot`], [`spill_as`]).
+pub fn snapshot_if_due(t: &Tracer, core: &mut Core) {
+    let live = core.collector.live_bytes();
+    if live < core.snapshot_at || tracer::running().is_none() {
+        return;
+    }
+    core.snapshot_at = live.saturating_add(live / 2);
+    let bytes = match wmhcct_format::encode(&build(t, core, "snapshot")) {
+        Ok(b) => b,
+        Err(e) => {
+            crate::diag::message(&["cannot encode a snapshot: ", &e.to_string()]);
+            core.snapshot_at = u64::MAX;
+            return;
+        }
+    };
+    let name = spill_name(t);
+    let Some((dir, _)) = write_spill(t, &bytes, &name) else {
+        core.snapshot_at = u64::MAX;
+        return;
+    };
+    let path = dir.join(&name);
+    let previous = t
+        .snapshot
+        .lock()
+        .replace((std::process::id(), path.clone()));
+    // The name changes when MPI_Init gives the rank (`pid-…` → `rank-…`).
+    if let Some((pid, old)) = previous {
+        if pid == std::process::id() && old != path {
+            remove_snapshot(&old);
+        }
+    }
+}
+
+/// [`snapshot_if_due`] from the collector thread: with the front lock too,
+/// so the recording threads' statistics are in the snapshot.
+pub fn snapshot_ordered(t: &Tracer) {
+    let mut ordered = tracer::lock_ordered(t);
+    tracer::settle(&mut ordered);
+    snapshot_if_due(t, &mut ordered);
+}
+
+/// This process's snapshot file, if it wrote one (the record is cleared).
+fn own_snapshot(t: &Tracer) -> Option<PathBuf> {
+    let mut rec = t.snapshot.lock();
+    match rec.take() {
+        Some((pid, path)) if pid == std::process::id() => Some(path),
+        other => {
+            *rec = other;
+            None
+        }
+    }
+}
+
+/// The process ended normally and its report is written: its snapshot
+/// goes, and the spill directory too when nothing else is left in it.
+pub fn forget_snapshot(t: &Tracer) {
+    if let Some(path) = own_snapshot(t) {
+        remove_snapshot(&path);
+    }
+}
+
+fn remove_snapshot(path: &Path) {
+    let _ = std::fs::remove_file(path);
+    if let Some(dir) = path.parent() {
+        // Fails, as it should, when other files are left in it.
+        let _ = std::fs::remove_dir(dir);
     }
 }
 

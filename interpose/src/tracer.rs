@@ -40,6 +40,9 @@ pub struct Core {
     pub generation: (u64, u64),
     /// Reaches the threads' allocation cursors (`thread::CursorCell`).
     pub cursors: CursorAccess,
+    /// Live heap at which the next snapshot is taken (`report::snapshot_if_due`;
+    /// `u64::MAX`: none).
+    pub snapshot_at: u64,
 }
 
 pub struct Tracer {
@@ -71,6 +74,9 @@ pub struct Tracer {
     pub forked: AtomicBool,
     /// Rank, size and agreed report path once MPI_Init has run.
     pub job: SpinMutex<Option<Job>>,
+    /// The latest snapshot file and the process that wrote it (a forked
+    /// child inherits the record, not the file).
+    pub snapshot: SpinMutex<Option<(u32, PathBuf)>>,
 }
 
 #[derive(Clone, Debug)]
@@ -239,6 +245,7 @@ fn init() -> Tracer {
             records,
             generation: modules::generation(),
             cursors: CursorAccess::new(),
+            snapshot_at: config.snapshot_from,
         }),
         packets: (placement == CollectorPlacement::Thread).then(Packets::new),
         modules: SpinMutex::new(Arc::new(unwind_modules)),
@@ -251,6 +258,7 @@ fn init() -> Tracer {
         descendant,
         forked: AtomicBool::new(false),
         job: SpinMutex::new(None),
+        snapshot: SpinMutex::new(None),
         config,
     }
 }
@@ -612,6 +620,11 @@ pub fn on_alloc(g: &Guard, at: Regs, kind: AllocKind, ptr: *mut c_void, size: us
         size as u64,
         now,
     );
+    if core.collector.live_bytes() >= core.snapshot_at {
+        with_stack(g, crate::report::REPORT_STACK, || {
+            crate::report::snapshot_if_due(t, &mut core)
+        });
+    }
 }
 
 /// The frames a record of capture `stamp` carries: the leaf side, when the
@@ -769,6 +782,11 @@ pub fn on_realloc(
             Some((cursor, ts.frames.as_slice(), unchanged)),
             now,
         );
+        if core.collector.live_bytes() >= core.snapshot_at {
+            with_stack(g, crate::report::REPORT_STACK, || {
+                crate::report::snapshot_if_due(t, core)
+            });
+        }
         crate::errno::set(errno);
         result
     })

@@ -41,6 +41,7 @@ const BAD: &[(&str, &[&str])] = &[
     ("WMHCCT_BINS", &["lots", "", "-1", "1048577"]),
     ("WMHCCT_RANK_SERIES", &["x", "", "-1", "99999999"]),
     ("WMHCCT_EVENT_SAMPLES", &["1e4", "", "-1", "10000001"]),
+    ("WMHCCT_SNAPSHOT", &["lots", "", "-1", "5XB", "1.5"]),
     ("WMHCCT_OUT", &[""]),
     ("WMHCCT_SPILL_DIR", &[""]),
     ("WMHCCT_BIN", &["", "-1", "/nonexistent/wmhcct"]),

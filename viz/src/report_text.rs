@@ -126,14 +126,22 @@ pub fn render(
         }
     }
     let secs = m.end_unix_ns.saturating_sub(m.start_unix_ns) as f64 / 1e9;
-    let _ = writeln!(s, "duration:  {secs:.3} s (ended by {})", m.reason);
+    if m.reason == "snapshot" {
+        let _ = writeln!(
+            s,
+            "duration:  {secs:.3} s (a snapshot, taken when the heap reached a new high; the \
+             process ended before it wrote its report: killed by SIGKILL or the OOM killer?)"
+        );
+    } else {
+        let _ = writeln!(s, "duration:  {secs:.3} s (ended by {})", m.reason);
+    }
     let h = &p.heap;
     // A job's report is taken in MPI_Finalize, before the MPI library's
     // clean-up (and the program's, after it).
-    let end = if m.reason == "finalize" {
-        "MPI_Finalize"
-    } else {
-        "end"
+    let end = match m.reason.as_str() {
+        "finalize" => "MPI_Finalize",
+        "snapshot" => "the snapshot",
+        _ => "end",
     };
     let _ = writeln!(s, "heap:      {}", peak_line(p));
     let _ = writeln!(

@@ -1,0 +1,183 @@
+//! Snapshots (`WMHCCT_SNAPSHOT`): a process killed without warning, by
+//! SIGKILL as the kernel's OOM killer sends it, runs no handler and used to
+//! leave nothing. Once its live heap reaches the threshold, and each time it
+//! has grown by half since, the tracer leaves the profile as it stands in
+//! the spill directory, under the name the process's own spill file would
+//! have; `wmhcct report` and `wmhcct merge` read it. A normal end removes
+//! it. tests/programs/grow_killed.c grows its heap in 1 MiB blocks from
+//! `grow_mesh()` and is killed, or frees them and exits.
+
+mod mpi_common;
+
+use std::path::{Path, PathBuf};
+
+use mpi_common::*;
+use wmhcct_e2e::*;
+
+const MIB: u64 = 1 << 20;
+
+/// The files in `dir` (none if it does not exist).
+fn files_in(dir: &Path) -> Vec<PathBuf> {
+    let mut v: Vec<PathBuf> = std::fs::read_dir(dir)
+        .map(|d| d.map(|e| e.unwrap().path()).collect())
+        .unwrap_or_default();
+    v.sort();
+    v
+}
+
+fn spill_of(h5: &Path) -> PathBuf {
+    PathBuf::from(format!("{}.spill", h5.display()))
+}
+
+/// Live bytes of the context that allocates through `grow_mesh`.
+fn grow_mesh_live(r: &Value) -> u64 {
+    u64_of(&context_with(r, "malloc", "grow_mesh")["leaked_bytes"])
+}
+
+#[test]
+fn a_process_killed_by_sigkill_leaves_its_last_snapshot() {
+    for placement in ["inline", "thread"] {
+        let w = WorkDir::new(&format!("snapshot-{placement}"));
+        let exe = compile("grow_killed.c", &w.path, Opt::Debug, &[]);
+        let h5 = w.join("g.h5");
+        let env = [("WMHCCT_SNAPSHOT", "4MiB"), ("WMHCCT_COLLECTOR", placement)];
+        let out = run_traced(&exe, &["24", "kill"], &w.path, &h5, &env);
+        assert_eq!(out.code, 128 + 9, "{}", out.describe());
+        assert_eq!(out.stdout, "grew to 24 MiB\n");
+        assert!(
+            tracer_lines(&out.stderr).is_empty(),
+            "snapshots are silent: {}",
+            out.describe()
+        );
+        assert!(!h5.exists());
+        let files = files_in(&spill_of(&h5));
+        assert_eq!(files.len(), 1, "one snapshot file, the latest: {files:?}");
+        let name = files[0].file_name().unwrap().to_string_lossy().into_owned();
+        assert!(
+            name.starts_with("pid-") && name.ends_with(".wmprof"),
+            "{name}"
+        );
+        // The next snapshot is due at 3/2 of the live heap the last one
+        // saw, and the 24 MiB peak took none: the last one holds more than
+        // 16 MiB (inline, where each event is checked, it was taken at
+        // 20.25 MiB: 4, 6, 9, 13.5, 20.25), all of it from grow_mesh.
+        let r = report_json(&files[0]);
+        assert_eq!(r["reason"], "snapshot", "{placement}");
+        let live = u64_of(&r["live_bytes"]);
+        assert!(
+            (16 * MIB + 1..=25 * MIB).contains(&live),
+            "{placement}: live {live}"
+        );
+        if placement == "inline" {
+            assert!(live >= 81 * MIB / 4, "live {live}");
+        }
+        assert!(grow_mesh_live(&r) >= 16 * MIB, "{}", summary(&r));
+        if placement == "thread" {
+            // The recording threads' statistics came along.
+            assert!(u64_of(&r["unwind"]["events"]) > 0, "{}", r["unwind"]);
+        }
+        let text = cli_out(&w.path, &["report", files[0].to_str().unwrap()]);
+        assert!(
+            text.contains("(a snapshot, taken when the heap reached a new high;"),
+            "{text}"
+        );
+        // A spill directory: merged into a report like any other.
+        let merged = w.join("merged.h5");
+        let m = run_plain(
+            bin(),
+            &[
+                "merge",
+                spill_of(&h5).to_str().unwrap(),
+                "-o",
+                merged.to_str().unwrap(),
+            ],
+            &w.path,
+        );
+        assert_eq!(m.code, 0, "{}", m.describe());
+        assert_eq!(grow_mesh_live(&report_json(&merged)), grow_mesh_live(&r));
+    }
+}
+
+#[test]
+fn a_normal_end_removes_the_snapshots_and_zero_takes_none() {
+    for placement in ["inline", "thread"] {
+        let w = WorkDir::new(&format!("snapshot-end-{placement}"));
+        let exe = compile("grow_killed.c", &w.path, Opt::Debug, &[]);
+        let h5 = w.join("g.h5");
+        let env = [("WMHCCT_SNAPSHOT", "4MiB"), ("WMHCCT_COLLECTOR", placement)];
+        let out = run_traced(&exe, &["24", "exit"], &w.path, &h5, &env);
+        assert_eq!(out.code, 0, "{}", out.describe());
+        assert_clean_stderr(&out, &h5);
+        assert!(h5.is_file());
+        assert!(
+            !spill_of(&h5).exists(),
+            "{placement}: {:?}",
+            files_in(&spill_of(&h5))
+        );
+        let r = report_json(&h5);
+        assert_eq!(r["reason"], "exit");
+        assert_eq!(u64_of(&r["peak_bytes"]) / MIB, 24);
+
+        // WMHCCT_SNAPSHOT=0: none, so a killed process leaves nothing.
+        let h5 = w.join("off.h5");
+        let env = [("WMHCCT_SNAPSHOT", "0"), ("WMHCCT_COLLECTOR", placement)];
+        let out = run_traced(&exe, &["24", "kill"], &w.path, &h5, &env);
+        assert_eq!(out.code, 128 + 9, "{}", out.describe());
+        assert!(!spill_of(&h5).exists() && !h5.exists());
+    }
+    // Below the default threshold (1 GiB) nothing is written either.
+    let w = WorkDir::new("snapshot-default");
+    let exe = compile("grow_killed.c", &w.path, Opt::Debug, &[]);
+    let h5 = w.join("d.h5");
+    let out = run_traced(&exe, &["24", "kill"], &w.path, &h5, &[]);
+    assert_eq!(out.code, 128 + 9, "{}", out.describe());
+    assert!(!spill_of(&h5).exists());
+}
+
+/// An MPI job where rank 1 is killed by SIGKILL: mpirun ends the others
+/// with SIGTERM, which leave their profiles; rank 1's last snapshot is its
+/// file in the same spill directory, and the merged job report has its
+/// heap.
+#[test]
+fn an_mpi_rank_killed_by_sigkill_is_in_the_merged_job() {
+    let w = WorkDir::new("snapshot-mpi");
+    let exe = mpi_compile("mpicc", "grow_killed.c", &w.path, &["-DWITH_MPI"]);
+    let h5 = w.join("job.h5");
+    let out = launch(
+        Launcher::OpenMpi,
+        2,
+        &exe,
+        &["24", "kill"],
+        &w.path,
+        Some(&h5),
+        &[("WMHCCT_SNAPSHOT", "4MiB")],
+    );
+    assert_ne!(out.code, 0, "{}", out.describe());
+    assert!(out.stdout.contains("grew to 24 MiB"), "{}", out.describe());
+    let spill = spill_of(&h5);
+    let names: Vec<String> = files_in(&spill)
+        .iter()
+        .map(|p| p.file_name().unwrap().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(
+        names,
+        ["rank-0.wmprof", "rank-1.wmprof"],
+        "{}",
+        out.describe()
+    );
+    let rank1 = report_json(&spill.join("rank-1.wmprof"));
+    assert_eq!(rank1["reason"], "snapshot");
+    assert!(grow_mesh_live(&rank1) >= 16 * MIB, "{}", summary(&rank1));
+    let merged = w.join("merged.h5");
+    merge(&spill, &merged, &w.path);
+    let job = report_json(&merged);
+    assert_eq!(u64_of(&job["ranks"]), 2);
+    let reasons: Vec<&str> = job["ranks_detail"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["reason"].as_str().unwrap())
+        .collect();
+    assert!(reasons.contains(&"snapshot"), "{reasons:?}");
+    assert!(grow_mesh_live(&job) >= 16 * MIB, "{}", summary(&job));
+}
