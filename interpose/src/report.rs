@@ -454,21 +454,24 @@ fn spill_name(t: &Tracer) -> String {
 fn spill_as(t: &Tracer, bytes: &[u8], name: &str) -> Option<(PathBuf, PathBuf)> {
     let written = write_spill(t, bytes, name)?;
     let path = written.0.join(name);
-    if let Some(old) = own_snapshot(t) {
-        if old != path {
-            remove_snapshot(&old);
-        }
+    if let Some(old) = own_snapshot(t).filter(|s| s.path != path) {
+        remove_snapshot(&old);
     }
     Some(written)
+}
+
+/// The job's spill directory and the report a merge of it makes.
+fn spill_target(t: &Tracer) -> (PathBuf, PathBuf) {
+    let report = tracer::job(t)
+        .map(|j| j.report)
+        .unwrap_or_else(|| job_report_path(t));
+    (spill_dir(t, &report), report)
 }
 
 /// Write `bytes` into the job's spill directory as `name`; returns the
 /// directory and the report a merge of it makes (`None`, said, on failure).
 fn write_spill(t: &Tracer, bytes: &[u8], name: &str) -> Option<(PathBuf, PathBuf)> {
-    let report = tracer::job(t)
-        .map(|j| j.report)
-        .unwrap_or_else(|| job_report_path(t));
-    let dir = spill_dir(t, &report);
+    let (dir, report) = spill_target(t);
     let path = dir.join(name);
     // Written under a temporary name and renamed: a rank killed while
     // writing (mpirun tears the job down once one rank is gone) leaves no
@@ -501,10 +504,10 @@ fn write_spill(t: &Tracer, bytes: &[u8], name: &str) -> Option<(PathBuf, PathBuf
 /// `wmhcct report` read it. So a process killed without warning, by
 /// SIGKILL or the kernel's OOM killer, leaves what made its heap that
 /// large. Called with the core lock held, in normal context (an event's
-/// recording, or the collector thread between batches, [`snapshot_ordered`]);
-/// nothing is said
-/// unless the file cannot be written, after which no more are taken. The
-/// normal end replaces or removes it ([`forget_snapshot`], [`spill_as`]).
+/// recording, or the collector thread between batches:
+/// [`snapshot_ordered`]); nothing is said unless the file cannot be
+/// written, after which no more are taken. The normal end replaces or
+/// removes it ([`forget_snapshot`], [`spill_as`]).
 pub fn snapshot_if_due(t: &Tracer, core: &mut Core) {
     let live = core.collector.live_bytes();
     if live < core.snapshot_at || tracer::running().is_none() {
@@ -520,18 +523,27 @@ pub fn snapshot_if_due(t: &Tracer, core: &mut Core) {
         }
     };
     let name = spill_name(t);
+    // A directory the tracer made for its snapshots goes with them; one
+    // that was there (`WMHCCT_SPILL_DIR`, another run's) stays.
+    let target = spill_target(t).0;
+    let pid = std::process::id();
+    let made = !target.is_dir()
+        || t.snapshot.lock().as_ref().is_some_and(|s| {
+            s.pid == pid && s.made_dir && s.path.parent() == Some(target.as_path())
+        });
     let Some((dir, _)) = write_spill(t, &bytes, &name) else {
         core.snapshot_at = u64::MAX;
         return;
     };
-    let path = dir.join(&name);
-    let previous = t
-        .snapshot
-        .lock()
-        .replace((std::process::id(), path.clone()));
+    let latest = Snapshot {
+        pid,
+        path: dir.join(&name),
+        made_dir: made,
+    };
+    let previous = t.snapshot.lock().replace(latest.clone());
     // The name changes when MPI_Init gives the rank (`pid-…` → `rank-…`).
-    if let Some((pid, old)) = previous {
-        if pid == std::process::id() && old != path {
+    if let Some(old) = previous {
+        if old.pid == latest.pid && old.path != latest.path {
             remove_snapshot(&old);
         }
     }
@@ -545,11 +557,22 @@ pub fn snapshot_ordered(t: &Tracer) {
     snapshot_if_due(t, &mut ordered);
 }
 
-/// This process's snapshot file, if it wrote one (the record is cleared).
-fn own_snapshot(t: &Tracer) -> Option<PathBuf> {
+/// The latest snapshot a process left.
+#[derive(Clone, Debug)]
+pub struct Snapshot {
+    /// The process that wrote it (a forked child inherits the record, not
+    /// the file).
+    pid: u32,
+    path: PathBuf,
+    /// The tracer made its directory.
+    made_dir: bool,
+}
+
+/// This process's snapshot, if it left one (the record is cleared).
+fn own_snapshot(t: &Tracer) -> Option<Snapshot> {
     let mut rec = t.snapshot.lock();
     match rec.take() {
-        Some((pid, path)) if pid == std::process::id() => Some(path),
+        Some(s) if s.pid == std::process::id() => Some(s),
         other => {
             *rec = other;
             None
@@ -558,17 +581,18 @@ fn own_snapshot(t: &Tracer) -> Option<PathBuf> {
 }
 
 /// The process ended normally and its report is written: its snapshot
-/// goes, and the spill directory too when nothing else is left in it.
+/// goes, and the spill directory too if the snapshot made it and nothing
+/// else is in it now.
 pub fn forget_snapshot(t: &Tracer) {
-    if let Some(path) = own_snapshot(t) {
-        remove_snapshot(&path);
+    if let Some(s) = own_snapshot(t) {
+        remove_snapshot(&s);
     }
 }
 
-fn remove_snapshot(path: &Path) {
-    let _ = std::fs::remove_file(path);
-    if let Some(dir) = path.parent() {
-        // Fails, as it should, when other files are left in it.
+fn remove_snapshot(s: &Snapshot) {
+    let _ = std::fs::remove_file(&s.path);
+    if let Some(dir) = s.path.parent().filter(|_| s.made_dir) {
+        // Fails, as it should, when other files are in it.
         let _ = std::fs::remove_dir(dir);
     }
 }

@@ -74,9 +74,8 @@ pub struct Tracer {
     pub forked: AtomicBool,
     /// Rank, size and agreed report path once MPI_Init has run.
     pub job: SpinMutex<Option<Job>>,
-    /// The latest snapshot file and the process that wrote it (a forked
-    /// child inherits the record, not the file).
-    pub snapshot: SpinMutex<Option<(u32, PathBuf)>>,
+    /// The latest snapshot (`report::snapshot_if_due`).
+    pub snapshot: SpinMutex<Option<crate::report::Snapshot>>,
 }
 
 #[derive(Clone, Debug)]

@@ -142,25 +142,6 @@ fn fails_cleanly(args: &[&str], file: &Path, problem: &[&str]) {
     figure("cli", format!("wmhcct {} -> {line}", args[0]));
 }
 
-/// A real profile: pattern.c with WMHCCT_BIN pointing at a converter that
-/// fails, so the tracer keeps `<report>.wmprof`.
-fn real_profile(w: &WorkDir) -> PathBuf {
-    let exe = compile("pattern.c", &w.path, Opt::Debug, &[]);
-    let fake = fake_converter(&w.path, 1);
-    let h5 = w.join("p.h5");
-    let out = run_traced(
-        &exe,
-        &[] as &[&str],
-        &w.path,
-        &h5,
-        &[("WMHCCT_BIN", &fake.to_string_lossy())],
-    );
-    assert_eq!(out.code, 0, "{}", out.describe());
-    let prof = w.join("p.h5.wmprof");
-    assert!(prof.is_file(), "profile kept: {}", out.describe());
-    prof
-}
-
 fn random_bytes(n: usize, mut x: u64) -> Vec<u8> {
     (0..n)
         .map(|_| {

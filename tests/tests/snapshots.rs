@@ -125,6 +125,27 @@ fn a_normal_end_removes_the_snapshots_and_zero_takes_none() {
         assert_eq!(out.code, 128 + 9, "{}", out.describe());
         assert!(!spill_of(&h5).exists() && !h5.exists());
     }
+    // A spill directory that was there before stays, empty again.
+    let w = WorkDir::new("snapshot-own-dir");
+    let exe = compile("grow_killed.c", &w.path, Opt::Debug, &[]);
+    let mine = w.join("my-spill");
+    std::fs::create_dir_all(&mine).unwrap();
+    let h5 = w.join("m.h5");
+    let env = [
+        ("WMHCCT_SNAPSHOT", "4MiB"),
+        ("WMHCCT_COLLECTOR", "inline"),
+        ("WMHCCT_SPILL_DIR", mine.to_str().unwrap()),
+    ];
+    let out = run_traced(&exe, &["24", "exit"], &w.path, &h5, &env);
+    assert_eq!(out.code, 0, "{}", out.describe());
+    assert!(
+        mine.is_dir() && files_in(&mine).is_empty(),
+        "{:?}",
+        files_in(&mine)
+    );
+    let out = run_traced(&exe, &["24", "kill"], &w.path, &h5, &env);
+    assert_eq!(out.code, 128 + 9, "{}", out.describe());
+    assert_eq!(files_in(&mine).len(), 1, "the snapshot went there");
     // Below the default threshold (1 GiB) nothing is written either.
     let w = WorkDir::new("snapshot-default");
     let exe = compile("grow_killed.c", &w.path, Opt::Debug, &[]);

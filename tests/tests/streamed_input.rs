@@ -13,26 +13,14 @@ use std::path::{Path, PathBuf};
 use rel_common::*;
 use wmhcct_e2e::*;
 
-/// A report (`pattern.h5`, sealed HDF5) and a raw profile of the same run
-/// kind (`prof.h5.wmprof`: the converter failed, so the tracer kept it).
+/// A report (`pattern.h5`, sealed HDF5) and a raw profile of the same
+/// program (`p.h5.wmprof`: the converter failed, so the tracer kept it).
 fn report_and_profile(w: &WorkDir) -> (PathBuf, PathBuf) {
     let exe = compile("pattern.c", &w.path, Opt::Debug, &[]);
     let h5 = w.join("pattern.h5");
     let out = run_traced(&exe, &[] as &[&str], &w.path, &h5, &[]);
     assert_eq!(out.code, 0, "{}", out.describe());
-    let fake = fake_converter(&w.path, 1);
-    let kept = w.join("prof.h5");
-    let out = run_traced(
-        &exe,
-        &[] as &[&str],
-        &w.path,
-        &kept,
-        &[("WMHCCT_BIN", &fake.to_string_lossy())],
-    );
-    assert_eq!(out.code, 0, "{}", out.describe());
-    let prof = w.join("prof.h5.wmprof");
-    assert!(prof.is_file(), "profile kept: {}", out.describe());
-    (h5, prof)
+    (h5, real_profile(w))
 }
 
 /// `script` run by bash in `w` with `TMPDIR` set to `tmp`.

@@ -89,6 +89,25 @@ pub fn fake_converter(dir: &Path, code: i32) -> PathBuf {
     )
 }
 
+/// A real profile: pattern.c with WMHCCT_BIN pointing at a converter that
+/// fails, so the tracer keeps `<report>.wmprof` (`w/p.h5.wmprof`).
+pub fn real_profile(w: &WorkDir) -> PathBuf {
+    let exe = compile("pattern.c", &w.path, Opt::Debug, &[]);
+    let fake = fake_converter(&w.path, 1);
+    let h5 = w.join("p.h5");
+    let out = run_traced(
+        &exe,
+        &[] as &[&str],
+        &w.path,
+        &h5,
+        &[("WMHCCT_BIN", &fake.to_string_lossy())],
+    );
+    assert_eq!(out.code, 0, "{}", out.describe());
+    let prof = w.join("p.h5.wmprof");
+    assert!(prof.is_file(), "profile kept: {}", out.describe());
+    prof
+}
+
 /// Build `tests/programs/<src>` as a shared library `lib<stem>.so` in `dir`
 /// (`-O0`, frame pointers).
 pub fn shared_library(src: &str, dir: &Path) -> PathBuf {
