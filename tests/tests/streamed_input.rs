@@ -185,6 +185,13 @@ fn bad_streams_get_one_line_naming_standard_input() {
         &format!("cat '{f}' | \"$W\" diff - -"),
         "more than once",
     );
+    // No room for the copy: the line says where it was to go.
+    bash_fails(
+        &w,
+        &tmp,
+        &format!("cat '{f}' | TMPDIR=/nonexistent \"$W\" report -"),
+        "copying the stream into /nonexistent (TMPDIR)",
+    );
     // Standard input at a terminal: refused rather than waited on.
     let py = "import os, pty, sys\n\
               pid, fd = pty.fork()\n\

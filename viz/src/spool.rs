@@ -93,12 +93,30 @@ fn copy(mut from: impl Read) -> Result<Input, InputError> {
     let mut head = Vec::with_capacity(8);
     (&mut from).take(8).read_to_end(&mut head)?;
     sniff(&head)?;
+    let in_tmp = |e: std::io::Error| {
+        let dir = std::env::temp_dir();
+        InputError::Io(std::io::Error::new(
+            e.kind(),
+            format!("copying the stream into {} (TMPDIR): {e}", dir.display()),
+        ))
+    };
     let mut file = tempfile::Builder::new()
         .prefix("wmhcct-input-")
-        .tempfile()?;
-    file.write_all(&head)?;
-    std::io::copy(&mut from, &mut file)?;
-    file.flush()?;
+        .tempfile()
+        .map_err(in_tmp)?;
+    file.write_all(&head).map_err(in_tmp)?;
+    // A read error is the stream's; a write error is the copy's.
+    let mut buf = vec![0u8; 1 << 16];
+    loop {
+        let n = match from.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e.into()),
+        };
+        file.write_all(&buf[..n]).map_err(in_tmp)?;
+    }
+    file.flush().map_err(in_tmp)?;
     Ok(Input {
         path: file.path().to_path_buf(),
         _copy: Some(file.into_temp_path()),
