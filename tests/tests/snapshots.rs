@@ -200,5 +200,10 @@ fn an_mpi_rank_killed_by_sigkill_is_in_the_merged_job() {
         .map(|r| r["reason"].as_str().unwrap())
         .collect();
     assert!(reasons.contains(&"snapshot"), "{reasons:?}");
+    let text = cli_out(&w.path, &["report", merged.to_str().unwrap()]);
+    assert!(
+        text.contains("rank 1 left only its last snapshot, taken at a new heap high"),
+        "{text}"
+    );
     assert!(grow_mesh_live(&job) >= 16 * MIB, "{}", summary(&job));
 }

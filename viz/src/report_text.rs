@@ -135,6 +135,9 @@ pub fn render(
     } else {
         let _ = writeln!(s, "duration:  {secs:.3} s (ended by {})", m.reason);
     }
+    if let Some(line) = snapshot_ranks_line(p) {
+        let _ = writeln!(s, "           {line}");
+    }
     let h = &p.heap;
     // A job's report is taken in MPI_Finalize, before the MPI library's
     // clean-up (and the program's, after it).
@@ -531,6 +534,34 @@ fn by_host<'a>(
 }
 
 /// The first four of `items` joined, then how many more: `a, b, c, d, 2 more`.
+/// A job's ranks known only by their last snapshot (`WMHCCT_SNAPSHOT`):
+/// they ended without writing anything, most likely killed by SIGKILL.
+fn snapshot_ranks_line(p: &Profile) -> Option<String> {
+    if p.ranks.len() < 2 {
+        return None;
+    }
+    let ranks: Vec<u32> = p
+        .ranks
+        .iter()
+        .filter(|r| r.reason == "snapshot")
+        .map(|r| r.rank)
+        .collect();
+    let (who, their) = match ranks.len() {
+        0 => return None,
+        1 => (format!("rank {}", ranks[0]), "its last snapshot"),
+        n => (
+            format!(
+                "{n} ranks ({})",
+                first_four(ranks.iter().map(|r| r.to_string()))
+            ),
+            "their last snapshots",
+        ),
+    };
+    Some(format!(
+        "{who} left only {their}, taken at a new heap high: killed by SIGKILL or the OOM killer?"
+    ))
+}
+
 fn first_four(items: impl ExactSizeIterator<Item = String>) -> String {
     let more = items.len().saturating_sub(4);
     let mut named: Vec<String> = items.take(4).collect();
@@ -951,6 +982,31 @@ mod tests {
             .collect();
         assert_eq!(up_to_main(&names, String::as_str), &names[..2]);
         assert_eq!(up_to_main(&names[2..], String::as_str), &names[2..]);
+    }
+
+    #[test]
+    fn ranks_known_by_a_snapshot_are_named() {
+        let rank = |rank: u32, reason: &str| RankSummary {
+            rank,
+            reason: reason.into(),
+            ..Default::default()
+        };
+        let job = |ranks: Vec<RankSummary>| Profile {
+            ranks,
+            ..Default::default()
+        };
+        let line = |p: &Profile| super::snapshot_ranks_line(p);
+        assert_eq!(line(&job(vec![rank(0, "signal"), rank(1, "signal")])), None);
+        assert_eq!(line(&job(vec![rank(0, "snapshot")])), None, "not a job");
+        assert_eq!(
+            line(&job(vec![rank(0, "signal"), rank(1, "snapshot")])).unwrap(),
+            "rank 1 left only its last snapshot, taken at a new heap high: killed by SIGKILL or \
+             the OOM killer?"
+        );
+        let many: Vec<RankSummary> = (0..8).map(|r| rank(r, "snapshot")).collect();
+        assert!(line(&job(many))
+            .unwrap()
+            .starts_with("8 ranks (0, 1, 2, 3, 4 more) left only their last snapshots"));
     }
 
     #[test]
