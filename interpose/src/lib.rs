@@ -11,6 +11,7 @@ mod clock;
 pub mod config;
 mod deferred;
 mod diag;
+mod dir_entries;
 mod errno;
 // The unit-test binary exports no C symbol (it must not interpose its own
 // malloc), so the entry points are unused there.

@@ -89,17 +89,14 @@ pub fn descendant_reports_since(report: &Path, since: Since) -> usize {
     let Some(dir) = report.parent() else {
         return 0;
     };
-    let Ok(entries) = std::fs::read_dir(dir) else {
-        return 0;
-    };
-    entries
-        .filter_map(|e| e.ok())
-        .filter_map(|e| {
-            let pid = e
-                .file_name()
-                .to_str()
-                .and_then(|n| descendant_pid(report, n))?;
-            let written = e.metadata().and_then(|m| m.modified()).ok()?;
+    // Not `read_dir`: this runs in the SIGTERM handler too (`dir_entries`).
+    crate::dir_entries::names(dir)
+        .into_iter()
+        .filter_map(|name| {
+            let pid = name.to_str().and_then(|n| descendant_pid(report, n))?;
+            let written = std::fs::symlink_metadata(dir.join(&name))
+                .and_then(|m| m.modified())
+                .ok()?;
             since.counts(written, pid).then_some(())
         })
         .count()

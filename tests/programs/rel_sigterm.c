@@ -7,6 +7,8 @@
  *   loop T:     T threads (and main) malloc/free in rel_term_loop forever
  *               after printing "looping"; the test kills the process with
  *               SIGTERM from outside.
+ *   bigloop T:  the same with blocks of 2–6 KiB, past glibc's per-thread
+ *               cache, so most calls take the arena's lock inside glibc.
  *   own N:      installs its own SIGTERM handler first (prints
  *               "own handler" and exits with code 3), allocates N blocks,
  *               raise(SIGTERM).
@@ -36,6 +38,8 @@ NOIPA void rel_before_term(long n) {
     sink++;
 }
 
+static size_t g_base = 16;
+
 NOIPA void *rel_term_loop(void *arg) {
     unsigned seed = (unsigned)(long)arg;
     void *keep[32] = {0};
@@ -43,7 +47,7 @@ NOIPA void *rel_term_loop(void *arg) {
         seed = seed * 1103515245u + 12345u;
         int k = (seed >> 16) % 32;
         free(keep[k]);
-        keep[k] = malloc(16 + (seed >> 8) % 1024);
+        keep[k] = malloc(g_base + (seed >> 8) % (g_base == 16 ? 1024 : 4096));
     }
     return NULL;
 }
@@ -67,6 +71,10 @@ int main(int argc, char **argv) {
         raise(SIG);
         say("not reached\n");
         return 1;
+    }
+    if (strcmp(mode, "bigloop") == 0) {
+        g_base = 2048;
+        mode = "loop";
     }
     if (strcmp(mode, "loop") == 0) {
         pthread_t t;

@@ -147,3 +147,44 @@ fn ignored_signals_stay_ignored_for_the_command() {
         traced.stdout
     );
 }
+
+/// A termination signal that lands while the program is inside glibc's
+/// allocator, with the arena's lock held: the handler writes the report,
+/// which must not call into `malloc` (the tracer's own allocations go to
+/// its handler arena, and the directory scan for the closing line reads
+/// with `getdents64`, not `opendir`). It did once, and the process hung for
+/// good (`dir_entries.rs`). The program's two threads do nothing but
+/// malloc and free blocks past glibc's per-thread cache, and record no
+/// stacks (`--unwind none`), so a signal often lands inside glibc with the
+/// lock held; each of the trials must end within 20 s.
+#[test]
+fn a_signal_inside_glibcs_allocator_never_hangs_the_report() {
+    let w = WorkDir::new("run-signal-in-glibc");
+    let exe = compile("rel_sigterm.c", &w.path, Opt::Debug, &["-pthread"]);
+    for trial in 0..40 {
+        let h5 = w.join(format!("t{trial}.h5"));
+        let mut c = command(bin(), &["run", "--out"], &w.path);
+        c.arg(&h5)
+            .args(["--unwind", "none", "--"])
+            .arg(&exe)
+            .args(["bigloop", "1"]);
+        let mut run = spawn_until_line(&mut c, "looping\n");
+        let program = child_of(run.id());
+        std::thread::sleep(Duration::from_millis(100 + 7 * trial));
+        let k = Command::new("kill")
+            .args(["-INT", &run.id().to_string()])
+            .status()
+            .expect("kill");
+        assert!(k.success());
+        let Some(status) = wait_within(&mut run, Duration::from_secs(20)) else {
+            let threads = sig_lines(program);
+            let _ = run.kill();
+            let _ = Command::new("kill")
+                .args(["-KILL", &program.to_string()])
+                .status();
+            panic!("trial {trial}: the command hung after SIGINT: {threads}");
+        };
+        assert_eq!(status.signal(), Some(2), "trial {trial}: {status:?}");
+        assert!(h5.is_file(), "trial {trial}: no report");
+    }
+}
