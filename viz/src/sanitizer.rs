@@ -73,15 +73,17 @@ pub fn in_image<'data, R: ReadRef<'data>>(data: R) -> Option<&'static str> {
             }
         }
     }
-    let defined = |wanted: &str| {
-        file.symbols()
-            .chain(file.dynamic_symbols())
-            .any(|s| s.is_definition() && s.name() == Ok(wanted))
-    };
-    SANITIZERS
-        .iter()
-        .find(|(_, _, entry)| defined(entry))
-        .map(|(which, _, _)| *which)
+    // One pass over the symbols: the first defined run-time entry point.
+    file.symbols()
+        .chain(file.dynamic_symbols())
+        .filter(|s| s.is_definition())
+        .find_map(|s| {
+            let name = s.name().ok()?;
+            SANITIZERS
+                .iter()
+                .find(|(_, _, entry)| *entry == name)
+                .map(|(which, _, _)| *which)
+        })
 }
 
 /// The sanitizer the executable at `path` is built with (see [`in_image`]).

@@ -68,8 +68,7 @@ pub fn open(path: &Path) -> Result<Input, InputError> {
         }
         return copy(stdin.lock());
     }
-    let kind = std::fs::metadata(path)?.file_type();
-    if kind.is_fifo() || kind.is_char_device() || kind.is_socket() {
+    if streams(&std::fs::metadata(path)?) {
         return copy(File::open(path)?);
     }
     Ok(Input {
@@ -80,11 +79,14 @@ pub fn open(path: &Path) -> Result<Input, InputError> {
 
 /// Whether `path` names a stream (nothing to delete after a conversion).
 pub fn is_stream(path: &Path) -> bool {
-    is_stdin(path)
-        || std::fs::metadata(path).is_ok_and(|m| {
-            let t = m.file_type();
-            t.is_fifo() || t.is_char_device() || t.is_socket()
-        })
+    is_stdin(path) || std::fs::metadata(path).is_ok_and(|m| streams(&m))
+}
+
+/// A file of this kind gives its bytes once: a FIFO or pipe, a character
+/// device, a socket.
+fn streams(meta: &std::fs::Metadata) -> bool {
+    let t = meta.file_type();
+    t.is_fifo() || t.is_char_device() || t.is_socket()
 }
 
 /// Copy a stream into a temporary file, once its first bytes show a report
