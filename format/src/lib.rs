@@ -17,10 +17,12 @@ pub mod mpi_abi;
 mod paths;
 mod profile;
 mod series;
+mod target;
 
 pub use paths::*;
 pub use profile::*;
 pub use series::*;
+pub use target::*;
 
 use std::io::{Read, Write};
 

@@ -2,16 +2,77 @@
 
 use std::path::{Path, PathBuf};
 
+/// Where this process's reports go: `WMHCCT_OUT` as the tracer found it
+/// at start ([`destination`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Destination {
+    /// The report's path (`WMHCCT_OUT` made absolute, links resolved); `None`:
+    /// the default names, in `dir`.
+    pub out: Option<PathBuf>,
+    /// Where default names and relative paths go: the working directory at
+    /// start, or the directory `WMHCCT_OUT` names.
+    pub dir: PathBuf,
+    /// `out` is a stream (`/dev/null`, a FIFO, a terminal, a process's
+    /// descriptor): the report is written into it, never replaced; the
+    /// profile is made in `TMPDIR` and a spill directory goes beside the
+    /// default name in `dir`.
+    pub stream: bool,
+    /// `dir` is a directory `WMHCCT_OUT` names with a trailing `/` that did
+    /// not exist at start: made when the report is written.
+    pub make_dir: bool,
+}
+
+/// Resolve `WMHCCT_OUT` (`out`, relative to `cwd`) at start; the message
+/// for a path no report may go to (a block device, a socket), in which case
+/// the default is used. A directory (existing, or named with a trailing
+/// `/`) takes the reports under their default names.
+pub fn destination(out: Option<&Path>, cwd: &Path) -> (Destination, Option<String>) {
+    let mut d = Destination {
+        out: None,
+        dir: cwd.to_path_buf(),
+        stream: false,
+        make_dir: false,
+    };
+    let Some(o) = out else {
+        return (d, None);
+    };
+    let abs = cwd.join(o);
+    let as_dir = o.as_os_str().as_encoded_bytes().ends_with(b"/");
+    match wmhcct_format::resolve(&abs) {
+        Ok(wmhcct_format::Target::Directory(dir)) => d.dir = dir,
+        Ok(wmhcct_format::Target::File(p)) if as_dir => {
+            d.dir = p;
+            d.make_dir = true;
+        }
+        Ok(wmhcct_format::Target::File(p)) => d.out = Some(p),
+        Ok(wmhcct_format::Target::Stream(p)) => {
+            d.out = Some(p);
+            d.stream = true;
+        }
+        Err(e) => {
+            let msg = format!(
+                "WMHCCT_OUT={:?} {e}: expected a file path, a directory, or a character \
+                 device or FIFO to write into; using the default",
+                o.as_os_str()
+            );
+            return (d, Some(msg));
+        }
+    }
+    (d, None)
+}
+
 /// The report path of process `pid`.
 ///
 /// `WMHCCT_OUT` names the report of the traced program itself. A forked
 /// child, or a program started by a traced process (fork+exec, `system()`),
 /// inserts its pid before the extension, so it never overwrites the parent's
-/// report. Without `WMHCCT_OUT` every process writes `wmhcct-<pid>.h5`.
-/// Relative paths are taken from the working directory at start.
-pub fn report_path(out: Option<&Path>, cwd: &Path, pid: u32, descendant: bool) -> PathBuf {
+/// report; a stream (`/dev/null`) takes every process's report. Without
+/// `WMHCCT_OUT` (or with a directory) every process writes
+/// `wmhcct-<pid>.h5` in the destination's directory.
+pub fn report_path(dest: &Destination, pid: u32, descendant: bool) -> PathBuf {
+    let (out, cwd) = (dest.out.as_deref(), dest.dir.as_path());
     let p = match out {
-        Some(o) if descendant => {
+        Some(o) if descendant && !dest.stream => {
             let (before, after) = around_pid(o);
             o.with_file_name(format!("{before}{pid}{after}"))
         }
@@ -136,8 +197,12 @@ fn boot_time(stat: &str) -> Option<u64> {
         .and_then(|v| v.trim().parse().ok())
 }
 
-/// The profile written next to the report before conversion.
-pub fn profile_path(report: &Path) -> PathBuf {
+/// The profile written next to the report before conversion; in `TMPDIR`
+/// for a stream, which has nothing beside it to write into.
+pub fn profile_path(report: &Path, stream: bool) -> PathBuf {
+    if stream {
+        return std::env::temp_dir().join(format!("wmhcct-{}.wmprof", std::process::id()));
+    }
     let mut s = report.as_os_str().to_owned();
     s.push(".wmprof");
     PathBuf::from(s)
@@ -159,30 +224,29 @@ pub fn parent_is_traced() -> bool {
 mod tests {
     use super::*;
 
+    fn dest(out: Option<&str>, cwd: &str) -> Destination {
+        let (d, warning) = destination(out.map(Path::new), Path::new(cwd));
+        assert_eq!(warning, None);
+        d
+    }
+
     #[test]
     fn names() {
         let cwd = Path::new("/w");
+        let none = dest(None, "/w");
         assert_eq!(
-            report_path(None, cwd, 42, false),
+            report_path(&none, 42, false),
             PathBuf::from("/w/wmhcct-42.h5")
         );
         assert_eq!(
-            report_path(None, cwd, 42, true),
+            report_path(&none, 42, true),
             PathBuf::from("/w/wmhcct-42.h5")
         );
-        let o = Path::new("out/r.h5");
-        assert_eq!(
-            report_path(Some(o), cwd, 42, false),
-            PathBuf::from("/w/out/r.h5")
-        );
-        assert_eq!(
-            report_path(Some(o), cwd, 42, true),
-            PathBuf::from("/w/out/r-42.h5")
-        );
-        assert_eq!(
-            report_path(Some(Path::new("/a/rep")), cwd, 7, true),
-            PathBuf::from("/a/rep-7")
-        );
+        let o = dest(Some("out/r.h5"), "/w");
+        assert_eq!(report_path(&o, 42, false), PathBuf::from("/w/out/r.h5"));
+        assert_eq!(report_path(&o, 42, true), PathBuf::from("/w/out/r-42.h5"));
+        let rep = dest(Some("/a/rep"), "/w");
+        assert_eq!(report_path(&rep, 7, true), PathBuf::from("/a/rep-7"));
         for (name, pid) in [
             ("r-42.h5", Some(42)),
             ("r-1.h5", Some(1)),
@@ -204,9 +268,54 @@ mod tests {
         assert_eq!(descendant_pid(Path::new("/a/rep"), "rep-7"), Some(7));
         assert_eq!(descendant_pid(Path::new("/a/rep"), "rep-7.h5"), None);
         assert_eq!(
-            profile_path(Path::new("/a/r.h5")),
+            profile_path(Path::new("/a/r.h5"), false),
             PathBuf::from("/a/r.h5.wmprof")
         );
+        let in_tmp = profile_path(Path::new("/dev/null"), true);
+        assert_eq!(in_tmp.parent(), Some(std::env::temp_dir().as_path()));
+    }
+
+    #[test]
+    fn destinations_of_directories_streams_and_links() {
+        let base = std::env::temp_dir().join(format!("wmhcct-dest-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&base);
+        std::fs::create_dir_all(base.join("runs")).unwrap();
+        let cwd = base.to_str().unwrap();
+        // An existing directory, with or without the slash: default names in it.
+        for out in ["runs", "runs/"] {
+            let d = dest(Some(out), cwd);
+            assert_eq!(
+                (d.out.clone(), d.dir.clone()),
+                (None, base.join("runs")),
+                "{out}"
+            );
+            assert!(!d.make_dir && !d.stream);
+            assert_eq!(report_path(&d, 9, false), base.join("runs/wmhcct-9.h5"));
+        }
+        // A directory to be: made when the report is written.
+        let d = dest(Some("later/"), cwd);
+        assert_eq!((d.out.clone(), d.make_dir), (None, true));
+        assert_eq!(report_path(&d, 9, true), base.join("later/wmhcct-9.h5"));
+        // /dev/null: a stream, every process's report goes into it.
+        let d = dest(Some("/dev/null"), cwd);
+        assert!(d.stream);
+        assert_eq!(report_path(&d, 9, false), PathBuf::from("/dev/null"));
+        assert_eq!(report_path(&d, 9, true), PathBuf::from("/dev/null"));
+        assert_eq!(d.dir, base);
+        // A link to a report: its target.
+        std::os::unix::fs::symlink("runs/r.h5", base.join("link.h5")).unwrap();
+        let d = dest(Some("link.h5"), cwd);
+        assert_eq!(d.out, Some(base.join("runs/r.h5")));
+        // A socket: refused, the default used, one line naming the variable.
+        let _l = std::os::unix::net::UnixListener::bind(base.join("s")).unwrap();
+        let (d, warning) = destination(Some(Path::new("s")), &base);
+        assert_eq!(d, dest(None, cwd));
+        let w = warning.unwrap();
+        assert!(
+            w.starts_with("WMHCCT_OUT=\"s\" is a socket: expected"),
+            "{w}"
+        );
+        std::fs::remove_dir_all(&base).unwrap();
     }
 
     #[test]

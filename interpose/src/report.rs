@@ -12,7 +12,7 @@ use wmhcct_collector::{Collector, SeriesConfig};
 use wmhcct_format::{FrameKey, KindTotal, Meta, Profile, TracerStats, ALLOC_KINDS, MPI_KINDS};
 
 use crate::guard::Guard;
-use crate::output;
+use crate::output::{self, Destination};
 use crate::tracer::{self, Core, Tracer};
 
 /// Map a return address to (module, offset) using the module table.
@@ -172,7 +172,7 @@ pub fn own_path() -> Option<PathBuf> {
 /// broadcast to all): `WMHCCT_OUT`, else `wmhcct-<SLURM_JOB_ID>.h5`, else
 /// `wmhcct-<date>-<pid>.h5`, relative to the working directory.
 pub fn job_report_path(t: &Tracer) -> PathBuf {
-    let name = match (&t.config.out, std::env::var("SLURM_JOB_ID")) {
+    let name = match (&t.dest.out, std::env::var("SLURM_JOB_ID")) {
         (Some(o), _) => o.clone(),
         (None, Ok(id)) if !id.is_empty() => PathBuf::from(format!("wmhcct-{id}.h5")),
         _ => {
@@ -181,11 +181,7 @@ pub fn job_report_path(t: &Tracer) -> PathBuf {
             PathBuf::from(format!("wmhcct-{secs}-{pid}.h5"))
         }
     };
-    if name.is_absolute() {
-        name
-    } else {
-        t.cwd.join(name)
-    }
+    t.dest.dir.join(name)
 }
 
 /// Where ranks that do not reach MPI_Finalize leave their profiles.
@@ -193,6 +189,16 @@ pub fn spill_dir(t: &Tracer, report: &Path) -> PathBuf {
     match &t.config.spill_dir {
         Some(d) if d.is_absolute() => d.clone(),
         Some(d) => t.cwd.join(d),
+        // A stream has nothing beside it: beside the default name.
+        None if t.dest.stream => {
+            let default = Destination {
+                out: None,
+                stream: false,
+                ..t.dest.clone()
+            };
+            let pid = std::process::id();
+            wmhcct_format::spill_dir_beside(&output::report_path(&default, pid, false))
+        }
         None => wmhcct_format::spill_dir_beside(report),
     }
 }
@@ -310,7 +316,7 @@ fn write_here(g: &Guard, t: &Tracer, reason: &str) {
         return;
     };
     let pid = std::process::id();
-    let path = |own: bool| output::report_path(t.config.out.as_deref(), &t.cwd, pid, own);
+    let path = |own: bool| output::report_path(&t.dest, pid, own);
     let descendant = t.descendant.load(Ordering::Acquire);
     let mut report = path(descendant || wrapper);
     let mut beside_the_job = wrapper;
@@ -347,11 +353,16 @@ fn announce_report(t: &Tracer, report: &Path) {
         process: output::process_start().map_or(tracer_start, |p| p.min(tracer_start)),
         pid: std::process::id(),
     };
-    let others = match t.config.out {
-        Some(_) => output::descendant_reports_since(report, since),
-        None => 0,
+    let others = match t.dest.out {
+        Some(_) if !t.dest.stream => output::descendant_reports_since(report, since),
+        _ => 0,
     };
-    let shown = report.to_string_lossy();
+    // A stream by the name it was given (`/dev/stdout`, not the
+    // `/proc/<pid>/fd/1` it was resolved to).
+    let shown = match &t.config.out {
+        Some(given) if t.dest.stream => given.to_string_lossy(),
+        _ => report.to_string_lossy(),
+    };
     if others == 0 {
         crate::diag::message(&["report written to ", &shown]);
         return;
@@ -405,8 +416,12 @@ fn launch_task(t: &Tracer) -> Option<(u32, u32)> {
     crate::launcher::task(|v| std::env::var(v).ok())
 }
 
-/// Whether `path` was written after this process started.
+/// Whether `path` was written after this process started (a stream is
+/// never a report another process wrote).
 fn written_since_start(t: &Tracer, path: &Path) -> bool {
+    if t.dest.stream && t.dest.out.as_deref() == Some(path) {
+        return false;
+    }
     let start = std::time::UNIX_EPOCH + std::time::Duration::from_nanos(t.start_unix_ns);
     std::fs::metadata(path)
         .and_then(|m| m.modified())
@@ -416,7 +431,7 @@ fn written_since_start(t: &Tracer, path: &Path) -> bool {
 /// Whether every process of a launch would write the same report: it is
 /// named by `WMHCCT_OUT` or after the Slurm job.
 fn shared_report(t: &Tracer) -> bool {
-    t.config.out.is_some() || std::env::var_os("SLURM_JOB_ID").is_some_and(|v| !v.is_empty())
+    t.dest.out.is_some() || std::env::var_os("SLURM_JOB_ID").is_some_and(|v| !v.is_empty())
 }
 
 /// Write this process's encoded profile into the job's spill directory as
@@ -600,7 +615,12 @@ fn remove_snapshot(s: &Snapshot) {
 /// Write the encoded profile next to `report` and run `wmhcct convert`;
 /// say where the report is when `announce`, and always say what failed.
 fn convert(t: &Tracer, bytes: &[u8], report: &Path, announce: bool) {
-    let prof = output::profile_path(report);
+    let stream = t.dest.stream && t.dest.out.as_deref() == Some(report);
+    let prof = output::profile_path(report, stream);
+    if t.dest.make_dir {
+        // `WMHCCT_OUT=dir/`: made now (an error shows in the write below).
+        let _ = std::fs::create_dir_all(&t.dest.dir);
+    }
     if let Err(e) = std::fs::write(&prof, bytes) {
         // Disk full: do not leave a truncated profile behind.
         let _ = std::fs::remove_file(&prof);
@@ -638,7 +658,7 @@ fn convert(t: &Tracer, bytes: &[u8], report: &Path, announce: bool) {
         libc::WIFEXITED(o.status) && libc::WEXITSTATUS(o.status) == 0
     };
     match status {
-        Ok(o) if success(&o) && report.is_file() => {
+        Ok(o) if success(&o) && (stream || report.is_file()) => {
             if announce {
                 announce_report(t, report);
             }
@@ -651,7 +671,22 @@ fn convert(t: &Tracer, bytes: &[u8], report: &Path, announce: bool) {
         ]),
         Ok(o) => {
             let err = String::from_utf8_lossy(&o.stderr);
-            let first = err.lines().next().unwrap_or("").trim().to_string();
+            let first = match err.lines().next().map(str::trim) {
+                Some(line) if !line.is_empty() => line.to_string(),
+                // It said nothing (not our converter?): how it ended.
+                _ if libc::WIFEXITED(o.status) => {
+                    format!(
+                        "{} exited with status {} and no message",
+                        bin.to_string_lossy(),
+                        libc::WEXITSTATUS(o.status)
+                    )
+                }
+                _ => format!(
+                    "{} was killed by signal {}",
+                    bin.to_string_lossy(),
+                    libc::WTERMSIG(o.status)
+                ),
+            };
             crate::diag::message(&[
                 "could not convert the profile (",
                 &first,

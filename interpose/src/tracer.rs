@@ -64,8 +64,10 @@ pub struct Tracer {
     pub self_text: Range<u64>,
     pub start_mono_ns: u64,
     pub start_unix_ns: u64,
-    /// Working directory at start, for relative report paths.
+    /// Working directory at start, for relative paths.
     pub cwd: PathBuf,
+    /// Where the reports go (`WMHCCT_OUT` resolved at start).
+    pub dest: crate::output::Destination,
     /// A forked child, or a program started by a traced process: its report
     /// gets its pid in the name so it never overwrites its parent's.
     pub descendant: AtomicBool,
@@ -226,6 +228,10 @@ fn init() -> Tracer {
         },
     );
     let cwd = std::env::current_dir().unwrap_or_default();
+    let (dest, bad_out) = crate::output::destination(config.out.as_deref(), &cwd);
+    if let Some(w) = bad_out {
+        crate::diag::message(&[&w]);
+    }
     let host = crate::placement::host(crate::placement::usable_cpus(), |k| std::env::var(k).ok());
     let placement =
         crate::placement::resolve(config.collector, &host, config.unwind != UnwindMode::None);
@@ -254,6 +260,7 @@ fn init() -> Tracer {
         start_mono_ns: now_mono_ns(),
         start_unix_ns: now_unix_ns(),
         cwd,
+        dest,
         descendant,
         forked: AtomicBool::new(false),
         job: SpinMutex::new(None),

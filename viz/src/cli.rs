@@ -129,7 +129,7 @@ pub struct ExportArgs {
     pub mpi_internal: bool,
     #[command(flatten)]
     pub select: FocusArgs,
-    /// Output file (default: standard output).
+    /// Output file (default, or `-`: standard output).
     #[arg(short, long)]
     pub output: Option<PathBuf>,
 }
@@ -245,7 +245,8 @@ pub struct ConvertArgs {
     /// Profile file(s) written by the tracer (`-`: one from standard input).
     #[arg(required = true, num_args = 1..)]
     pub profiles: Vec<PathBuf>,
-    /// Output HDF5 report.
+    /// Output HDF5 report (`-`: standard output; a link is written
+    /// through, `/dev/null` or a FIFO written into).
     #[arg(short, long)]
     pub output: PathBuf,
     /// Delete the input profile(s) after a successful conversion.
@@ -259,7 +260,8 @@ pub struct MergeArgs {
     /// (`-`: one from standard input).
     #[arg(required = true, num_args = 1..)]
     pub inputs: Vec<PathBuf>,
-    /// Output HDF5 report.
+    /// Output HDF5 report (`-`: standard output; a link is written
+    /// through, `/dev/null` or a FIFO written into).
     #[arg(short, long)]
     pub output: PathBuf,
     /// Delete the input profiles after a successful merge.

@@ -31,31 +31,13 @@ pub fn run(args: &ConvertArgs) -> Result<()> {
     Ok(())
 }
 
-/// Symbolise `profile` and write it as an HDF5 report at `out`, atomically
-/// (a temporary sibling renamed into place).
+/// Symbolise `profile` and write it as an HDF5 report at `out`
+/// (`output::write_file`: a regular file atomically, by a temporary
+/// sibling renamed into place; a stream or standard output written into).
 pub fn write_report(profile: &Profile, out: &Path) -> Result<()> {
     let symbols = symbolize(profile);
-    let tmp = temp_path(out);
-    if let Err(e) = h5layout::write(&tmp, profile, &symbols) {
-        let _ = std::fs::remove_file(&tmp);
-        return Err(e).with_context(|| out.display().to_string());
-    }
-    if let Err(e) = crate::seal::seal(&tmp) {
-        let _ = std::fs::remove_file(&tmp);
-        return Err(e).with_context(|| out.display().to_string());
-    }
-    if let Err(e) = std::fs::rename(&tmp, out) {
-        let _ = std::fs::remove_file(&tmp);
-        return Err(e).with_context(|| out.display().to_string());
-    }
-    Ok(())
-}
-
-/// A sibling of `out` to write into before the atomic rename.
-fn temp_path(out: &Path) -> PathBuf {
-    let name = out
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_else(|| "report.h5".into());
-    out.with_file_name(format!(".{name}.{}.tmp", std::process::id()))
+    crate::output::write_file(out, |tmp| {
+        h5layout::write(tmp, profile, &symbols).with_context(|| crate::output::name(out))?;
+        crate::seal::seal(tmp).with_context(|| crate::output::name(out))
+    })
 }

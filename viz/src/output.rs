@@ -1,22 +1,258 @@
-//! Writing a command's result to stdout (a closed pipe is fine) or a file.
+//! Writing a command's result: to standard output (`-`, or no `-o`; a
+//! closed pipe is fine) or to the path `-o` names, whatever it is.
+//!
+//! The path is resolved first (`wmhcct_format::resolve`): a symbolic link
+//! is written through, so it stays a link; a report goes to a regular file
+//! under a temporary name beside it and is renamed into place, so no
+//! reader sees half of it. `/dev/null`, a terminal, a FIFO or a process's
+//! descriptor (`/dev/stdout`) is written into as `cat >` would, and never
+//! replaced: a rename over `/dev/null` used to replace the device with a
+//! regular file when run as root. A directory, a block device or a socket
+//! is refused with one line.
 
-use std::io::Write;
-use std::path::Path;
+use std::fs::File;
+use std::io::{IsTerminal as _, Read as _, Write};
+use std::path::{Path, PathBuf};
 
-use anyhow::{Context as _, Result};
+use anyhow::{bail, Context as _, Result};
+use wmhcct_format::Target;
 
-pub fn emit(text: &str, file: Option<&Path>) -> Result<()> {
-    if let Some(f) = file {
-        return std::fs::write(f, text).with_context(|| f.display().to_string());
+/// The name that stands for standard output.
+pub const STDOUT: &str = "-";
+
+/// How messages name the output `out`.
+pub fn name(out: &Path) -> String {
+    if out.as_os_str() == STDOUT {
+        "standard output".to_string()
+    } else {
+        out.display().to_string()
     }
+}
+
+/// Write text to standard output (`file` `None` or `-`) or to `file`.
+pub fn emit(text: &str, file: Option<&Path>) -> Result<()> {
+    match file {
+        Some(f) if f.as_os_str() != STDOUT => write_bytes(f, text.as_bytes()),
+        _ => to_stdout(text.as_bytes()),
+    }
+}
+
+/// `bytes` to standard output; a reader that went away (`| head`) is fine.
+fn to_stdout(bytes: &[u8]) -> Result<()> {
     let mut stdout = std::io::stdout().lock();
-    match stdout
-        .write_all(text.as_bytes())
-        .and_then(|()| stdout.flush())
-    {
+    match stdout.write_all(bytes).and_then(|()| stdout.flush()) {
         Ok(()) => Ok(()),
-        // `wmhcct … | head` is fine.
         Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
         Err(e) => Err(e).context("<stdout>"),
+    }
+}
+
+/// Write `bytes` (a text, a script) at `out`: a regular file is replaced
+/// through its links, a stream written into.
+pub fn write_bytes(out: &Path, bytes: &[u8]) -> Result<()> {
+    match target(out)? {
+        Target::File(p) => std::fs::write(&p, bytes),
+        Target::Stream(p) => open_stream(&p).and_then(|mut f| f.write_all(bytes)),
+        Target::Directory(_) => unreachable!("refused by target()"),
+    }
+    .with_context(|| out.display().to_string())
+}
+
+/// Write a binary file (an HDF5 report) at `out` with `write`, which makes
+/// it at the path it is given: a temporary file renamed into place for a
+/// regular file, a temporary file in `TMPDIR` copied into a stream (or to
+/// standard output for `-`, which must not be a terminal).
+pub fn write_file(out: &Path, write: impl FnOnce(&Path) -> Result<()>) -> Result<()> {
+    if out.as_os_str() == STDOUT {
+        if std::io::stdout().is_terminal() {
+            bail!(
+                "standard output is a terminal: a report is binary; \
+                 redirect it (-o - > r.h5, | ssh …) or give a file name"
+            );
+        }
+        return through_temp(out, write, |from| {
+            let mut bytes = Vec::new();
+            from.read_to_end(&mut bytes)?;
+            to_stdout(&bytes)
+        });
+    }
+    match target(out)? {
+        Target::File(p) => {
+            let tmp = temp_beside(&p);
+            let result = write(&tmp).and_then(|()| {
+                std::fs::rename(&tmp, &p).with_context(|| out.display().to_string())
+            });
+            if result.is_err() {
+                let _ = std::fs::remove_file(&tmp);
+            }
+            result
+        }
+        Target::Stream(p) => through_temp(out, write, |from| {
+            let mut to = open_stream(&p).with_context(|| out.display().to_string())?;
+            std::io::copy(from, &mut to).with_context(|| out.display().to_string())?;
+            Ok(())
+        }),
+        Target::Directory(_) => unreachable!("refused by target()"),
+    }
+}
+
+/// `out` resolved; a directory, block device or socket refused.
+fn target(out: &Path) -> Result<Target> {
+    match wmhcct_format::resolve(out) {
+        Ok(Target::Directory(_)) => bail!(
+            "{}: is a directory: give the file's name in it ({})",
+            out.display(),
+            out.join("report.h5").display()
+        ),
+        Ok(t) => Ok(t),
+        Err(e) => bail!("{}: {e}", out.display()),
+    }
+}
+
+/// Open a stream for writing: appended to, as `>>` would (a descriptor
+/// that is a regular file keeps what was written to it before).
+fn open_stream(p: &Path) -> std::io::Result<File> {
+    std::fs::OpenOptions::new().append(true).open(p)
+}
+
+/// Make the file with `write` in `TMPDIR`, hand it to `deliver`, delete it.
+fn through_temp(
+    out: &Path,
+    write: impl FnOnce(&Path) -> Result<()>,
+    deliver: impl FnOnce(&mut File) -> Result<()>,
+) -> Result<()> {
+    let tmp = tempfile::Builder::new()
+        .prefix("wmhcct-output-")
+        .tempfile()
+        .with_context(|| {
+            format!(
+                "{}: making a temporary file in {} (TMPDIR)",
+                out.display(),
+                std::env::temp_dir().display()
+            )
+        })?
+        .into_temp_path();
+    write(&tmp)?;
+    let mut f = File::open(&tmp).with_context(|| tmp.display().to_string())?;
+    deliver(&mut f)
+}
+
+/// A sibling of `out` to write into before the rename.
+fn temp_beside(out: &Path) -> PathBuf {
+    let name = out
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "report.h5".into());
+    out.with_file_name(format!(".{name}.{}.tmp", std::process::id()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn scratch(tag: &str) -> tempfile::TempDir {
+        tempfile::Builder::new()
+            .prefix(&format!("wmhcct-output-{tag}-"))
+            .tempdir()
+            .unwrap()
+    }
+
+    fn made(bytes: &'static [u8]) -> impl FnOnce(&Path) -> Result<()> {
+        move |p| Ok(std::fs::write(p, bytes)?)
+    }
+
+    #[test]
+    fn a_file_is_replaced_through_its_link_and_nothing_is_left_beside() {
+        let d = scratch("link");
+        let real = d.path().join("real.h5");
+        std::fs::write(&real, b"old").unwrap();
+        let link = d.path().join("link.h5");
+        std::os::unix::fs::symlink("real.h5", &link).unwrap();
+        write_file(&link, made(b"new")).unwrap();
+        assert!(std::fs::symlink_metadata(&link).unwrap().is_symlink());
+        assert_eq!(std::fs::read(&real).unwrap(), b"new");
+        write_bytes(&link, b"text").unwrap();
+        assert!(std::fs::symlink_metadata(&link).unwrap().is_symlink());
+        assert_eq!(std::fs::read(&real).unwrap(), b"text");
+        let mut names: Vec<_> = std::fs::read_dir(d.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        names.sort();
+        assert_eq!(names, ["link.h5", "real.h5"]);
+    }
+
+    #[test]
+    fn a_failed_write_leaves_the_old_file_and_no_temporary() {
+        let d = scratch("fail");
+        let out = d.path().join("r.h5");
+        std::fs::write(&out, b"old").unwrap();
+        let err = write_file(&out, |p| {
+            std::fs::write(p, b"half")?;
+            bail!("disk full")
+        });
+        assert!(err.is_err());
+        assert_eq!(std::fs::read(&out).unwrap(), b"old");
+        assert_eq!(std::fs::read_dir(d.path()).unwrap().count(), 1);
+    }
+
+    #[test]
+    fn a_fifo_is_written_into_and_stays_a_fifo() {
+        let d = scratch("fifo");
+        let fifo = d.path().join("f");
+        assert!(std::process::Command::new("mkfifo")
+            .arg(&fifo)
+            .status()
+            .unwrap()
+            .success());
+        let reader = {
+            let fifo = fifo.clone();
+            std::thread::spawn(move || std::fs::read(fifo).unwrap())
+        };
+        write_file(&fifo, made(b"report bytes")).unwrap();
+        assert_eq!(reader.join().unwrap(), b"report bytes");
+        use std::os::unix::fs::FileTypeExt as _;
+        assert!(std::fs::metadata(&fifo).unwrap().file_type().is_fifo());
+    }
+
+    #[test]
+    fn a_null_device_takes_the_bytes_and_stays_a_device() {
+        // A device like /dev/null made here (as root), so that a regression
+        // cannot replace the machine's own; else /dev/null, which a
+        // non-root process cannot replace.
+        let d = scratch("dev");
+        let made_here = std::process::Command::new("mknod")
+            .args(["-m", "666"])
+            .arg(d.path().join("null"))
+            .args(["c", "1", "3"])
+            .status()
+            .is_ok_and(|s| s.success());
+        let dev = if made_here {
+            d.path().join("null")
+        } else {
+            PathBuf::from("/dev/null")
+        };
+        write_file(&dev, made(b"report")).unwrap();
+        write_bytes(&dev, b"text").unwrap();
+        use std::os::unix::fs::FileTypeExt as _;
+        let m = std::fs::metadata(&dev).unwrap();
+        assert!(m.file_type().is_char_device());
+        assert_eq!(
+            std::fs::read_dir(d.path()).unwrap().count(),
+            usize::from(made_here)
+        );
+    }
+
+    #[test]
+    fn a_directory_and_a_socket_are_refused_in_one_line() {
+        let d = scratch("refused");
+        let e = write_file(d.path(), made(b"x")).unwrap_err();
+        let msg = format!("{e:#}");
+        assert!(msg.contains("is a directory"), "{msg}");
+        assert!(!msg.contains('\n'), "{msg}");
+        let sock = d.path().join("s");
+        let _l = std::os::unix::net::UnixListener::bind(&sock).unwrap();
+        let msg = format!("{:#}", write_bytes(&sock, b"x").unwrap_err());
+        assert!(msg.ends_with("is a socket"), "{msg}");
     }
 }

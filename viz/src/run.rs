@@ -91,11 +91,26 @@ pub fn run(args: &RunArgs) -> Result<i32> {
     if sanitized.is_none() {
         trace(&mut cmd, args, preload);
     }
-    let report = args.out.clone().or_else(|| {
-        std::env::var_os("WMHCCT_OUT")
-            .filter(|v| !v.is_empty())
-            .map(PathBuf::from)
-    });
+    // A report path is watched only where it is a regular file: a
+    // directory takes reports under default names, a stream (`/dev/null`)
+    // shows nothing. A path no report may go to is refused before the run.
+    if let Some(out) = &args.out {
+        if let Err(e) = wmhcct_format::resolve(out) {
+            bail!("--out {}: {e}", out.display());
+        }
+    }
+    let report = args
+        .out
+        .clone()
+        .or_else(|| {
+            std::env::var_os("WMHCCT_OUT")
+                .filter(|v| !v.is_empty())
+                .map(PathBuf::from)
+        })
+        .and_then(|r| match wmhcct_format::resolve(&r) {
+            Ok(wmhcct_format::Target::File(p)) => Some(p),
+            _ => None,
+        });
     let spill = std::env::var_os("WMHCCT_SPILL_DIR")
         .filter(|v| !v.is_empty())
         .map(PathBuf::from);

@@ -281,7 +281,7 @@ pub fn run(args: &SlurmArgs) -> Result<()> {
     })?;
     match &args.output {
         Some(path) => {
-            std::fs::write(path, &script).with_context(|| format!("{}", path.display()))?;
+            crate::output::write_bytes(path, script.as_bytes())?;
             eprintln!(
                 "wmhcct: wrote {}; submit it with: sbatch {}",
                 path.display(),

@@ -1,0 +1,375 @@
+//! Where a report goes when `WMHCCT_OUT` (or `wmhcct convert -o`, `merge
+//! -o`, `export -o`, `run --out`) names something other than a plain file
+//! path.
+//!
+//! A report used to be written under a temporary name beside its path and
+//! renamed over it, whatever the path was: `WMHCCT_OUT=/dev/null` run as
+//! root replaced the device with a regular file (every program on the
+//! machine then wrote into that file), a FIFO or `/dev/stdout` was replaced
+//! the same way, a link to a report was replaced by the report, and a
+//! directory made the run end with "Is a directory" and no report. Now:
+//! a device, a FIFO or a process's descriptor is written into and stays
+//! what it was; a link is written through; a directory takes the reports
+//! under their default names; a socket or block device is refused with one
+//! line naming the variable.
+
+mod mpi_common;
+mod rel_common;
+
+use std::os::unix::fs::FileTypeExt as _;
+use std::path::{Path, PathBuf};
+
+use mpi_common::*;
+use rel_common::*;
+use wmhcct_e2e::*;
+
+/// The pattern program's exact totals (tests/programs/pattern.c).
+fn assert_pattern_totals(r: &serde_json::Value, what: &str) {
+    assert_eq!(total_count(r, "malloc"), 1100, "{what}");
+    assert_eq!(total_count(r, "calloc"), 10, "{what}");
+    assert_eq!(total_count(r, "free"), 1100, "{what}");
+}
+
+/// A character device that behaves as `/dev/null`, made in `dir` (as root,
+/// as in CI), so that a regression cannot replace the machine's own; where
+/// device nodes cannot be made, `/dev/null` itself, which a non-root
+/// process cannot replace anyway.
+fn null_device(dir: &Path) -> PathBuf {
+    let dev = dir.join("null");
+    let made = command("mknod", &["-m", "666", "null", "c", "1", "3"], dir)
+        .status()
+        .is_ok_and(|s| s.success());
+    if made {
+        dev
+    } else {
+        PathBuf::from("/dev/null")
+    }
+}
+
+fn is_char_device(p: &Path) -> bool {
+    std::fs::metadata(p).is_ok_and(|m| m.file_type().is_char_device())
+}
+
+fn mkfifo(p: &Path) {
+    let ok = command("mkfifo", &[p], Path::new("/"))
+        .status()
+        .is_ok_and(|s| s.success());
+    assert!(ok, "mkfifo {}", p.display());
+}
+
+/// Read the FIFO `p` whole on a thread (it blocks until a writer opens it).
+fn read_fifo(p: &Path) -> std::thread::JoinHandle<Vec<u8>> {
+    let p = p.to_path_buf();
+    std::thread::spawn(move || std::fs::read(p).expect("read the FIFO"))
+}
+
+/// The names in `dir`, sorted.
+fn names_in(dir: &Path) -> Vec<String> {
+    let mut v: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    v.sort();
+    v
+}
+
+#[test]
+fn a_device_a_fifo_or_stdout_is_written_into_and_stays_what_it_was() {
+    let w = WorkDir::new("targets-streams");
+    let exe = compile("pattern.c", &w.path, Opt::Debug, &[]);
+    let plain = run_plain(&exe, &[] as &[&str], &w.path);
+    let tmp = w.join("tmp");
+    let runs = w.join("runs");
+    std::fs::create_dir_all(&tmp).unwrap();
+    std::fs::create_dir_all(&runs).unwrap();
+    let tmp_env = tmp.to_string_lossy().into_owned();
+
+    // A null device: the report goes into it; nothing is left anywhere.
+    let dev = null_device(&runs);
+    let out = run_traced(&exe, &[] as &[&str], &runs, &dev, &[("TMPDIR", &tmp_env)]);
+    let what = format!("WMHCCT_OUT={}: {}", dev.display(), out.describe());
+    assert_eq!((out.code, &out.stdout), (0, &plain.stdout), "{what}");
+    assert_eq!(
+        tracer_lines(&out.stderr),
+        [format!("wmhcct: report written to {}", dev.display())],
+        "{what}"
+    );
+    assert!(is_char_device(&dev), "still a device: {what}");
+    let left: Vec<String> = names_in(&runs)
+        .into_iter()
+        .filter(|n| n != "null")
+        .collect();
+    assert!(left.is_empty(), "nothing beside it: {left:?}; {what}");
+    assert!(
+        names_in(&tmp).is_empty(),
+        "no profile left in TMPDIR: {what}"
+    );
+
+    // A FIFO: the reader gets the whole report; the FIFO stays a FIFO.
+    let fifo = runs.join("report.fifo");
+    mkfifo(&fifo);
+    let reader = read_fifo(&fifo);
+    let out = run_traced(&exe, &[] as &[&str], &runs, &fifo, &[]);
+    let what = format!("WMHCCT_OUT=FIFO: {}", out.describe());
+    assert_eq!((out.code, &out.stdout), (0, &plain.stdout), "{what}");
+    let got = w.join("from-fifo.h5");
+    std::fs::write(&got, reader.join().unwrap()).unwrap();
+    assert_pattern_totals(&report_json(&got), &what);
+    assert!(
+        std::fs::metadata(&fifo).unwrap().file_type().is_fifo(),
+        "{what}"
+    );
+    let left: Vec<String> = names_in(&runs)
+        .into_iter()
+        .filter(|n| n != "null" && n != "report.fifo")
+        .collect();
+    assert!(left.is_empty(), "{left:?}");
+
+    // The program's stdout (`/proc/self/fd/1`, where `/dev/stdout` leads;
+    // not `/dev/stdout` itself, which a regression would replace for the
+    // whole machine) redirected to a file: the report follows the program's
+    // own output (appended: nothing it wrote is overwritten), and the
+    // closing line names the path as given.
+    let file = w.join("stdout.bin");
+    let mut c = command(&exe, &[] as &[&str], &runs);
+    c.env("LD_PRELOAD", lib())
+        .env("WMHCCT_OUT", "/proc/self/fd/1")
+        .stdout(std::fs::File::create(&file).unwrap())
+        .stderr(std::process::Stdio::piped());
+    let done = c.output().unwrap();
+    let stderr = String::from_utf8_lossy(&done.stderr);
+    assert_eq!(done.status.code(), Some(0), "{stderr}");
+    assert_eq!(
+        tracer_lines(&stderr),
+        ["wmhcct: report written to /proc/self/fd/1"],
+        "{stderr}"
+    );
+    let bytes = std::fs::read(&file).unwrap();
+    let own = plain.stdout.as_bytes();
+    assert!(bytes.starts_with(own), "the program's output first");
+    assert!(
+        bytes[own.len()..].starts_with(b"\x89HDF"),
+        "then the report"
+    );
+    let rest = w.join("from-stdout.h5");
+    std::fs::write(&rest, &bytes[own.len()..]).unwrap();
+    assert_pattern_totals(&report_json(&rest), "WMHCCT_OUT=/proc/self/fd/1");
+}
+
+#[test]
+fn a_directory_takes_default_names_a_link_is_written_through_a_socket_is_refused() {
+    let w = WorkDir::new("targets-paths");
+    let exe = compile("pattern.c", &w.path, Opt::Debug, &[]);
+    let plain = run_plain(&exe, &[] as &[&str], &w.path);
+    let run = |out: &str| {
+        let mut c = command(&exe, &[] as &[&str], &w.path);
+        c.env("LD_PRELOAD", lib()).env("WMHCCT_OUT", out);
+        let o = run_cmd(&mut c, TIMEOUT);
+        assert_eq!(
+            (o.code, &o.stdout),
+            (0, &plain.stdout),
+            "{out}: {}",
+            o.describe()
+        );
+        o
+    };
+    // An existing directory, and one named with a trailing slash that is
+    // made: each holds one report, wmhcct-<pid>.h5, named by the line.
+    std::fs::create_dir_all(w.join("runs")).unwrap();
+    for (out, dir) in [("runs", "runs"), ("later/", "later")] {
+        let o = run(out);
+        let reports = files_named(&w.join(dir), "wmhcct-", ".h5");
+        assert_eq!(
+            reports.len(),
+            1,
+            "{out}: {:?}; {}",
+            names_in(&w.join(dir)),
+            o.describe()
+        );
+        assert_eq!(
+            tracer_lines(&o.stderr),
+            [format!(
+                "wmhcct: report written to {}",
+                reports[0].display()
+            )],
+            "{out}"
+        );
+        assert_pattern_totals(&report_json(&reports[0]), out);
+    }
+    // A link to a report (relative, to a file not there yet): the link
+    // stays and its target gets the report.
+    std::os::unix::fs::symlink("runs/kept.h5", w.join("latest.h5")).unwrap();
+    let o = run("latest.h5");
+    assert!(std::fs::symlink_metadata(w.join("latest.h5"))
+        .unwrap()
+        .is_symlink());
+    assert_pattern_totals(&report_json(&w.join("runs/kept.h5")), "link");
+    assert_clean_stderr(&o, &w.join("runs/kept.h5"));
+    // A socket: one line naming the variable, and the default report.
+    let sock = w.join("s.sock");
+    let _listener = std::os::unix::net::UnixListener::bind(&sock).unwrap();
+    let o = run(&sock.to_string_lossy());
+    let lines = tracer_lines(&o.stderr);
+    assert_eq!(lines.len(), 2, "{}", o.describe());
+    assert!(
+        lines[0].starts_with(&format!(
+            "wmhcct: WMHCCT_OUT=\"{}\" is a socket: expected",
+            sock.display()
+        )),
+        "{}",
+        lines[0]
+    );
+    assert!(lines[0].ends_with("using the default"), "{}", lines[0]);
+    let defaults = files_named(&w.path, "wmhcct-", ".h5");
+    assert_eq!(defaults.len(), 1, "{}", o.describe());
+    assert!(
+        lines[1].contains(&*defaults[0].to_string_lossy()),
+        "{}",
+        lines[1]
+    );
+}
+
+#[test]
+fn the_commands_write_into_streams_and_through_links_and_refuse_directories() {
+    let w = WorkDir::new("targets-cli");
+    let prof = real_profile(&w);
+    let p = prof.to_string_lossy().into_owned();
+    let dev = null_device(&w.path);
+    let d = dev.to_string_lossy().into_owned();
+
+    let ok = |args: &[&str]| {
+        let o = run_plain(bin(), args, &w.path);
+        assert_eq!(o.code, 0, "wmhcct {args:?}: {}", o.describe());
+        assert!(o.stderr.is_empty(), "wmhcct {args:?}: {}", o.describe());
+        o
+    };
+    // Into the device, which stays one; nothing is left beside it.
+    let before = names_in(&w.path);
+    ok(&["convert", &p, "-o", &d]);
+    assert!(is_char_device(&dev));
+    assert_eq!(names_in(&w.path), before);
+
+    // Through a link: the link stays.
+    std::os::unix::fs::symlink("real.h5", w.join("link.h5")).unwrap();
+    ok(&["convert", &p, "-o", "link.h5"]);
+    assert!(std::fs::symlink_metadata(w.join("link.h5"))
+        .unwrap()
+        .is_symlink());
+    assert_pattern_totals(&report_json(&w.join("real.h5")), "convert -o link");
+
+    // `-o -`: the report on standard output.
+    let o = run_cmd(
+        command(
+            "bash",
+            &["-c", &format!("\"$W\" convert '{p}' -o - > piped.h5")],
+            &w.path,
+        )
+        .env("W", bin()),
+        TIMEOUT,
+    );
+    assert_eq!(o.code, 0, "{}", o.describe());
+    assert_pattern_totals(&report_json(&w.join("piped.h5")), "convert -o -");
+
+    // merge into a FIFO.
+    let fifo = w.join("job.fifo");
+    mkfifo(&fifo);
+    let reader = read_fifo(&fifo);
+    let o = run_plain(
+        bin(),
+        &["merge", &p, "-o", &fifo.to_string_lossy()],
+        &w.path,
+    );
+    assert_eq!(o.code, 0, "{}", o.describe());
+    assert!(
+        o.stderr.starts_with("wmhcct: merged 1 profile"),
+        "{}",
+        o.describe()
+    );
+    std::fs::write(w.join("merged.h5"), reader.join().unwrap()).unwrap();
+    assert_pattern_totals(&report_json(&w.join("merged.h5")), "merge -o FIFO");
+
+    // export -o - prints (it used to write a file named "-").
+    let o = ok(&["export", "real.h5", "--format", "folded", "-o", "-"]);
+    assert!(o.stdout.contains("leaf_a"), "{}", o.describe());
+    assert!(!w.join("-").exists());
+    ok(&["export", "real.h5", "--format", "folded", "-o", &d]);
+    assert!(is_char_device(&dev));
+
+    // A directory or a socket: one line, exit 1, nothing replaced.
+    let sock = w.join("s.sock");
+    let _listener = std::os::unix::net::UnixListener::bind(&sock).unwrap();
+    for (out, says) in [
+        (w.path.clone(), "is a directory"),
+        (sock.clone(), "is a socket"),
+    ] {
+        let o = run_plain(
+            bin(),
+            &["convert", &p, "-o", &out.to_string_lossy()],
+            &w.path,
+        );
+        let what = format!("convert -o {}: {}", out.display(), o.describe());
+        assert_eq!(o.code, 1, "{what}");
+        let lines: Vec<&str> = o.stderr.lines().collect();
+        assert_eq!(lines.len(), 1, "{what}");
+        assert!(
+            lines[0].starts_with("wmhcct: error: ") && lines[0].contains(says),
+            "{what}"
+        );
+        assert_no_panic(&o.stderr, &what);
+    }
+    assert!(std::fs::symlink_metadata(&sock)
+        .unwrap()
+        .file_type()
+        .is_socket());
+
+    // run --out a socket: refused before the command runs.
+    let o = run_plain(
+        bin(),
+        &[
+            "run",
+            "--out",
+            &sock.to_string_lossy(),
+            "--",
+            "touch",
+            "ran",
+        ],
+        &w.path,
+    );
+    assert_eq!(o.code, 1, "{}", o.describe());
+    assert!(o.stderr.contains("is a socket"), "{}", o.describe());
+    assert!(!w.join("ran").exists(), "the command did not run");
+}
+
+#[test]
+fn an_mpi_jobs_report_goes_into_a_fifo() {
+    let w = WorkDir::new("targets-mpi");
+    let exe = mpi_compile("mpicc", "mpi_pattern.c", &w.path, &[]);
+    let fifo = w.join("job.fifo");
+    mkfifo(&fifo);
+    let reader = read_fifo(&fifo);
+    let out = launch(
+        Launcher::OpenMpi,
+        PATTERN_RANKS as u32,
+        &exe,
+        &[],
+        &w.path,
+        Some(&fifo),
+        &[],
+    );
+    assert_eq!(out.code, 0, "{}", out.describe());
+    assert_eq!(
+        tracer_lines(&out.stderr),
+        [format!("wmhcct: report written to {}", fifo.display())],
+        "{}",
+        out.describe()
+    );
+    let got = w.join("job.h5");
+    std::fs::write(&got, reader.join().unwrap()).unwrap();
+    check_pattern(&report_json(&got), "malloc", 64, 256);
+    assert!(std::fs::metadata(&fifo).unwrap().file_type().is_fifo());
+    let spills: Vec<String> = names_in(&w.path)
+        .into_iter()
+        .filter(|n| n.ends_with(".spill") || n.ends_with(".wmprof"))
+        .collect();
+    assert!(spills.is_empty(), "{spills:?}");
+}
