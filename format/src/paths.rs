@@ -12,9 +12,38 @@ pub fn spill_dir_beside(report: &Path) -> PathBuf {
     PathBuf::from(s)
 }
 
+/// `path` as one word of a shell command line, for the commands the tools
+/// suggest (`convert it with: wmhcct convert …`): as it is when it holds
+/// only characters no shell treats specially, else in single quotes (a
+/// quote inside as `'\''`), so a path with spaces can be pasted.
+pub fn shell_word(path: &Path) -> String {
+    let s = path.to_string_lossy();
+    let plain = |c: char| c.is_ascii_alphanumeric() || "_./:@%+,=-".contains(c);
+    if !s.is_empty() && s.chars().all(plain) {
+        s.into_owned()
+    } else {
+        format!("'{}'", s.replace('\'', "'\\''"))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn shell_words_survive_a_shell() {
+        assert_eq!(shell_word(Path::new("/a/job.h5")), "/a/job.h5");
+        assert_eq!(shell_word(Path::new("/my dir/r 1.h5")), "'/my dir/r 1.h5'");
+        assert_eq!(shell_word(Path::new("")), "''");
+        for name in ["/my dir/r 1.h5", "it's $HOME `x` \"q\" *.h5", "a\nb", "-"] {
+            let out = std::process::Command::new("sh")
+                .arg("-c")
+                .arg(format!("printf %s {}", shell_word(Path::new(name))))
+                .output()
+                .unwrap();
+            assert_eq!(String::from_utf8(out.stdout).unwrap(), name);
+        }
+    }
 
     #[test]
     fn the_spill_directory_is_the_report_path_and_spill() {

@@ -9,7 +9,9 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering;
 
 use wmhcct_collector::{Collector, SeriesConfig};
-use wmhcct_format::{FrameKey, KindTotal, Meta, Profile, TracerStats, ALLOC_KINDS, MPI_KINDS};
+use wmhcct_format::{
+    shell_word, FrameKey, KindTotal, Meta, Profile, TracerStats, ALLOC_KINDS, MPI_KINDS,
+};
 
 use crate::guard::Guard;
 use crate::output::{self, Destination};
@@ -304,9 +306,9 @@ fn write_here(g: &Guard, t: &Tracer, reason: &str) {
                     "each leaves its profile in ",
                     &dir.to_string_lossy(),
                     "; merge them with: wmhcct merge ",
-                    &dir.to_string_lossy(),
+                    &shell_word(&dir),
                     " -o ",
-                    &report.to_string_lossy(),
+                    &shell_word(&report),
                 ]);
             }
         }
@@ -357,12 +359,8 @@ fn announce_report(t: &Tracer, report: &Path) {
         Some(_) if !t.dest.stream => output::descendant_reports_since(report, since),
         _ => 0,
     };
-    // A stream by the name it was given (`/dev/stdout`, not the
-    // `/proc/<pid>/fd/1` it was resolved to).
-    let shown = match &t.config.out {
-        Some(given) if t.dest.stream => given.to_string_lossy(),
-        _ => report.to_string_lossy(),
-    };
+    let shown = shown_report(t, report);
+    let shown = shown.to_string_lossy();
     if others == 0 {
         crate::diag::message(&["report written to ", &shown]);
         return;
@@ -381,6 +379,16 @@ fn announce_report(t: &Tracer, report: &Path) {
         " beside it as ",
         &output::descendant_report_pattern(report),
     ]);
+}
+
+/// How messages name `report`: a stream by the name it was given
+/// (`/dev/stdout`, not the `/proc/<pid>/fd/1` it was resolved to, which
+/// ends with the process).
+fn shown_report(t: &Tracer, report: &Path) -> PathBuf {
+    match &t.config.out {
+        Some(given) if t.dest.stream && t.dest.out.as_deref() == Some(report) => given.clone(),
+        _ => report.to_path_buf(),
+    }
 }
 
 /// Rank 0: the merged profile of the job.
@@ -444,9 +452,9 @@ pub fn spill_bytes(t: &Tracer, bytes: &[u8]) {
             "this process's profile left in ",
             &dir.join(&name).to_string_lossy(),
             "; merge with: wmhcct merge ",
-            &dir.to_string_lossy(),
+            &shell_word(&dir),
             " -o ",
-            &report.to_string_lossy(),
+            &shell_word(&report),
         ]);
     }
 }
@@ -634,8 +642,8 @@ fn convert(t: &Tracer, bytes: &[u8], report: &Path, announce: bool) {
     }
     let manual = format!(
         "wmhcct convert {} -o {} --remove-input",
-        prof.to_string_lossy(),
-        report.to_string_lossy()
+        shell_word(&prof),
+        shell_word(&shown_report(t, report))
     );
     let Some(bin) = converter(t) else {
         crate::diag::message(&[

@@ -285,7 +285,7 @@ pub fn run(args: &SlurmArgs) -> Result<()> {
             eprintln!(
                 "wmhcct: wrote {}; submit it with: sbatch {}",
                 path.display(),
-                path.display()
+                wmhcct_format::shell_word(path)
             );
         }
         None => print!("{script}"),
