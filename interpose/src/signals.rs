@@ -31,6 +31,9 @@
 //!   writer (up to 20 s) before it terminates the process; if the writer is
 //!   the interrupted thread itself, the writer terminates the process when
 //!   it leaves the tracer. The report is never cut short by SIGTERM.
+//! - Should writing the report hang (a converter that never returns, a
+//!   lock the interrupted code holds), a timer sends the signal again
+//!   after 60 s and the process ends by it, without the report ([`watch`]).
 //! - Otherwise the handler writes the profile itself. The thread may have
 //!   been interrupted inside glibc's allocator (the window of an interposed
 //!   call before or after the tracer's part), so while the handler works the
@@ -40,7 +43,7 @@
 //!   allocator or stdio lock.
 
 use std::ffi::c_int;
-use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU8, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, AtomicU8, Ordering};
 
 use crate::guard::Guard;
 
@@ -210,7 +213,12 @@ extern "C" fn on_terminate(sig: c_int) {
     let errno = crate::errno::get();
     if HANDLING.swap(true, Ordering::AcqRel) {
         // Another thread is already writing the profile, or it is pending;
-        // the process ends with that one's signal.
+        // the process ends with that one's signal. Unless that has taken
+        // longer than the watchdog allows (this is its timer's signal, or
+        // one sent since): the process ends now, by this signal.
+        if overdue() {
+            give_up(sig);
+        }
         crate::errno::set(errno);
         return;
     }
@@ -224,9 +232,45 @@ extern "C" fn on_terminate(sig: c_int) {
     };
     // (If the report was taken, its writer is another thread, as this one
     // is not inside the tracer.)
+    watch(sig);
     report_from_anywhere(g, termination_name(sig));
     terminate();
     crate::errno::set(errno);
+}
+
+/// How long a termination signal's report may take before the process
+/// ends without it: as for a crash.
+const TERMINATION_WATCHDOG_SECS: i64 = CRASH_WATCHDOG_SECS;
+/// When the report for a termination signal began (`CLOCK_MONOTONIC`
+/// nanoseconds; 0: not begun).
+static WATCHED_SINCE: AtomicU64 = AtomicU64::new(0);
+
+/// The report for termination signal `sig` begins: should it hang (a
+/// converter that never returns, a lock the interrupted code holds), the
+/// signal comes again after `TERMINATION_WATCHDOG_SECS` from a timer and
+/// ends the process ([`overdue`]). `sig` is unblocked on this thread so
+/// that it can come while this handler runs; until then a repeated signal
+/// returns at once, as before, and the report is finished.
+fn watch(sig: c_int) {
+    WATCHED_SINCE.store(crate::clock::system_ns().max(1), Ordering::Release);
+    unblock(sig);
+    arm_watchdog(sig, TERMINATION_WATCHDOG_SECS);
+}
+
+/// Whether the report for a termination signal has taken as long as the
+/// watchdog allows (less a margin for the timer's rounding).
+fn overdue() -> bool {
+    let since = WATCHED_SINCE.load(Ordering::Acquire);
+    let limit = TERMINATION_WATCHDOG_SECS as u64 * 1_000_000_000 - 100_000_000;
+    since != 0 && crate::clock::system_ns().saturating_sub(since) >= limit
+}
+
+/// End the process by `sig` now, its default action restored.
+fn give_up(sig: c_int) {
+    default_action(sig);
+    unblock(sig);
+    // SAFETY: raise has no preconditions; the default action is in place.
+    unsafe { libc::raise(sig) };
 }
 
 /// Take the report from whatever context this thread is in (a signal
@@ -292,6 +336,7 @@ fn flags_set() {
         return;
     }
     if let Some(g) = Guard::acquire() {
+        watch(TERMINATING.load(Ordering::Acquire));
         write(&g);
     }
     terminate();

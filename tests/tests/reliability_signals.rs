@@ -492,3 +492,55 @@ fn crash_whose_report_hangs_still_dies_of_its_signal() {
         format!("died of SIGSEGV after {:.1} s", out.elapsed.as_secs_f64()),
     );
 }
+
+/// SIGTERM to a process whose report cannot be finished (here the converter
+/// never returns; in life a converter stuck on a hung file system, or a
+/// lock the interrupted code holds): a timer sends the signal again 60 s
+/// after it came, and the process dies of it then, with the profile kept.
+/// A second SIGTERM 3 s after the first does not cut the report short.
+/// Before, the handler waited for the converter as long as it ran (here
+/// 150 s; forever for one that hangs), and every further SIGTERM was
+/// ignored.
+#[test]
+fn sigterm_whose_report_hangs_still_dies_of_its_signal() {
+    let w = WorkDir::new("rel-sigterm-hang");
+    let exe = compile("rel_sigterm.c", &w.path, Opt::Debug, &["-pthread"]);
+    let stuck = write_script(&w.path, "stuck-converter", "sleep 150\n");
+    let h5 = w.join("term.h5");
+    let mut c = command("env", &with_defaults(&exe, &["loop", "1"]), &w.path);
+    c.env("LD_PRELOAD", lib())
+        .env("WMHCCT_OUT", &h5)
+        .env("WMHCCT_BIN", &stuck);
+    let mut child = spawn_until_line(&mut c, "looping\n");
+    let kill = |pid: u32| {
+        let k = Command::new("kill")
+            .args(["-TERM", &pid.to_string()])
+            .status()
+            .expect("kill");
+        assert!(k.success());
+    };
+    let start = Instant::now();
+    kill(child.id());
+    std::thread::sleep(Duration::from_secs(3));
+    assert!(
+        child.try_wait().unwrap().is_none(),
+        "ended before its report"
+    );
+    kill(child.id());
+    let Some(status) = wait_within(&mut child, Duration::from_secs(140)) else {
+        let _ = child.kill();
+        panic!("still alive 140 s after SIGTERM");
+    };
+    let took = start.elapsed();
+    use std::os::unix::process::ExitStatusExt;
+    assert_eq!(status.signal(), Some(15), "{status:?}");
+    assert!(
+        took >= Duration::from_secs(55) && took < Duration::from_secs(120),
+        "{took:?}"
+    );
+    assert!(w.join("term.h5.wmprof").is_file(), "the profile is kept");
+    figure(
+        "sigterm_whose_report_hangs",
+        format!("died of SIGTERM {:.1} s after it", took.as_secs_f64()),
+    );
+}
