@@ -439,6 +439,10 @@ fn written_since_start(t: &Tracer, path: &Path) -> bool {
 /// Whether every process of a launch would write the same report: it is
 /// named by `WMHCCT_OUT` or after the Slurm job.
 fn shared_report(t: &Tracer) -> bool {
+    // A stream (`/dev/null`) is not shared: each process writes into it.
+    if t.dest.stream {
+        return false;
+    }
     t.dest.out.is_some() || std::env::var_os("SLURM_JOB_ID").is_some_and(|v| !v.is_empty())
 }
 
@@ -454,7 +458,7 @@ pub fn spill_bytes(t: &Tracer, bytes: &[u8]) {
             "; merge with: wmhcct merge ",
             &shell_word(&dir),
             " -o ",
-            &shell_word(&report),
+            &shell_word(&shown_report(t, &report)),
         ]);
     }
 }

@@ -11,7 +11,9 @@
 //! a device, a FIFO or a process's descriptor is written into and stays
 //! what it was; a link is written through; a directory takes the reports
 //! under their default names; a socket or block device is refused with one
-//! line naming the variable.
+//! line naming the variable. A command's output that is one of its inputs
+//! is refused (the report replaced the profile, and `--remove-input` then
+//! deleted both).
 
 mod mpi_common;
 mod rel_common;
@@ -321,6 +323,23 @@ fn the_commands_write_into_streams_and_through_links_and_refuse_directories() {
         .unwrap()
         .file_type()
         .is_socket());
+
+    // The output is one of the inputs (by another name): refused, the
+    // profile intact (the report used to replace it, and --remove-input
+    // then deleted the report too).
+    let bytes = std::fs::read(&prof).unwrap();
+    std::os::unix::fs::symlink(&prof, w.join("alias.h5")).unwrap();
+    for args in [
+        ["convert", &p, "-o", &p, "--remove-input"],
+        ["merge", &p, "-o", "alias.h5", "--remove-input"],
+    ] {
+        let o = run_plain(bin(), &args, &w.path);
+        let what = format!("wmhcct {args:?}: {}", o.describe());
+        assert_eq!(o.code, 1, "{what}");
+        assert_eq!(o.stderr.lines().count(), 1, "{what}");
+        assert!(o.stderr.contains("is also an input"), "{what}");
+        assert_eq!(std::fs::read(&prof).unwrap(), bytes, "{what}");
+    }
 
     // run --out a socket: refused before the command runs.
     let o = run_plain(

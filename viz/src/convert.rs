@@ -18,6 +18,7 @@ pub fn run(args: &ConvertArgs) -> Result<()> {
             inputs.push(p.clone());
         }
     }
+    crate::output::refuse_input_as_output(&args.output, &inputs)?;
     let profile = if inputs.len() == 1 {
         read_profile(&inputs[0]).with_context(|| crate::spool::name(&inputs[0]))?
     } else {

@@ -104,6 +104,7 @@ pub fn read_all(files: &[PathBuf]) -> Result<Vec<(PathBuf, Profile)>> {
 
 pub fn run(args: &MergeArgs) -> Result<()> {
     let files = expand(&args.inputs)?;
+    crate::output::refuse_input_as_output(&args.output, &files)?;
     // A profile found in a spill directory that cannot be read (a rank
     // killed while writing it, a foreign file) is skipped with a warning:
     // the other ranks are still worth a report. Files named explicitly must

@@ -96,6 +96,32 @@ pub fn write_file(out: &Path, write: impl FnOnce(&Path) -> Result<()>) -> Result
     }
 }
 
+/// Refuse an output that is one of the command's input files (the same
+/// file, through any name or link): the report would replace the profile
+/// it is made of, and `--remove-input` would then delete the report too.
+pub fn refuse_input_as_output(out: &Path, inputs: &[PathBuf]) -> Result<()> {
+    use std::os::unix::fs::MetadataExt as _;
+    if out.as_os_str() == STDOUT {
+        return Ok(());
+    }
+    let Ok(o) = std::fs::metadata(out) else {
+        return Ok(());
+    };
+    if !o.is_file() {
+        return Ok(());
+    }
+    for input in inputs {
+        if std::fs::metadata(input).is_ok_and(|i| (i.dev(), i.ino()) == (o.dev(), o.ino())) {
+            bail!(
+                "{}: is also an input ({}): the report would replace it; give the report another name",
+                out.display(),
+                input.display()
+            );
+        }
+    }
+    Ok(())
+}
+
 /// `out` resolved; a directory, block device or socket refused.
 fn target(out: &Path) -> Result<Target> {
     match wmhcct_format::resolve(out) {
@@ -180,6 +206,26 @@ mod tests {
             .collect();
         names.sort();
         assert_eq!(names, ["link.h5", "real.h5"]);
+    }
+
+    #[test]
+    fn an_input_is_refused_as_the_output_by_any_name() {
+        let d = scratch("same");
+        let prof = d.path().join("p.wmprof");
+        std::fs::write(&prof, b"profile").unwrap();
+        std::os::unix::fs::symlink("p.wmprof", d.path().join("alias")).unwrap();
+        let inputs = [d.path().join("other"), prof.clone()];
+        for out in [
+            prof.clone(),
+            d.path().join("alias"),
+            d.path().join(".").join("p.wmprof"),
+        ] {
+            let e = refuse_input_as_output(&out, &inputs).unwrap_err();
+            assert!(format!("{e}").contains("is also an input"), "{e}");
+        }
+        refuse_input_as_output(&d.path().join("r.h5"), &inputs).unwrap();
+        refuse_input_as_output(Path::new("-"), &inputs).unwrap();
+        assert_eq!(std::fs::read(&prof).unwrap(), b"profile");
     }
 
     #[test]
