@@ -147,6 +147,31 @@ fn run_passes_exit_code_and_writes_report() {
     let work = context_with(&r, "malloc", "work");
     assert_eq!(u64_of(&work["count"]), 1, "{work}");
 
+    // Without `--`, as `time` or `heaptrack` take a command: the first
+    // word that is not an option of run's starts the command, and the
+    // options after it are the command's.
+    let h5c = w.join("run-plain.h5");
+    let mut c = command(bin(), &[] as &[&str], &w.path);
+    c.arg("run")
+        .arg("--out")
+        .arg(&h5c)
+        .arg(&exe)
+        .args(["5", "--out", "x"]);
+    let out = run_cmd(&mut c, TIMEOUT);
+    assert_eq!(out.code, 5, "{}", out.describe());
+    assert_clean_stderr(&out, &h5c);
+    assert_eq!(total_count(&report_json(&h5c), "calloc"), 1);
+    // An option run does not know, before the command: clap's error.
+    let mut c = command(bin(), &["run", "--bogus"], &w.path);
+    c.arg(&exe);
+    let out = run_cmd(&mut c, TIMEOUT);
+    assert_eq!(out.code, 2, "{}", out.describe());
+    assert!(
+        out.stderr.contains("unexpected argument '--bogus'"),
+        "{}",
+        out.describe()
+    );
+
     // A command that is not there, or not executable: 127 and 126, as
     // `env` and `timeout` give, with one line naming it.
     let text = w.join("notes.txt");

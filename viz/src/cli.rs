@@ -236,7 +236,7 @@ pub struct RunArgs {
     #[arg(long)]
     pub lib: Option<PathBuf>,
     /// The command to trace and its arguments.
-    #[arg(last = true, required = true, num_args = 1..)]
+    #[arg(trailing_var_arg = true, required = true, num_args = 1..)]
     pub command: Vec<std::ffi::OsString>,
 }
 

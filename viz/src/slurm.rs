@@ -67,7 +67,7 @@ pub struct SlurmArgs {
     #[arg(short, long)]
     pub output: Option<PathBuf>,
     /// The application and its arguments.
-    #[arg(last = true, required = true, num_args = 1..)]
+    #[arg(trailing_var_arg = true, required = true, num_args = 1..)]
     pub command: Vec<String>,
 }
 
