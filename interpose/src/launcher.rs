@@ -60,13 +60,36 @@ pub fn is_launcher_program(file_name: &str) -> bool {
     LAUNCHERS.contains(&file_name)
 }
 
-/// [`is_launcher_program`] for the executable of process `pid` (`self`:
-/// this one).
-pub fn runs_a_launcher(pid: &str) -> bool {
+/// Programs that run one command as their child and wait for it, by file
+/// name: GNU `timeout` and `time`, `strace`, `ltrace`, `perf`, `flock`.
+/// Never traced either, and transparent: the command they run is traced as
+/// if started in their place, so `wmhcct run --out r.h5 -- timeout 3600
+/// ./app` writes the application's report at `r.h5` with the closing line,
+/// where it used to be `timeout`'s, the application's going beside it as
+/// `r-<pid>.h5` (coreutils close stderr at exit, so without even a line).
+/// (`nice`, `taskset`, `numactl`, `env`, `nohup`, `stdbuf` replace
+/// themselves with the command and need nothing.)
+pub fn is_command_wrapper(file_name: &str) -> bool {
+    const WRAPPERS: [&str; 6] = ["timeout", "time", "strace", "ltrace", "perf", "flock"];
+    WRAPPERS.contains(&file_name)
+}
+
+/// The file name of process `pid`'s executable (`self`: this one).
+fn executable_name(pid: &str) -> Option<String> {
     std::fs::read_link(format!("/proc/{pid}/exe"))
         .ok()
         .and_then(|p| p.file_name().map(|n| n.to_string_lossy().into_owned()))
-        .is_some_and(|n| is_launcher_program(&n))
+}
+
+/// [`is_launcher_program`] for the executable of process `pid` (`self`:
+/// this one).
+pub fn runs_a_launcher(pid: &str) -> bool {
+    executable_name(pid).is_some_and(|n| is_launcher_program(&n))
+}
+
+/// [`is_command_wrapper`] for the executable of process `pid`.
+pub fn runs_a_command_wrapper(pid: &str) -> bool {
+    executable_name(pid).is_some_and(|n| is_command_wrapper(&n))
 }
 
 /// Whether a job-wide line is this process's to print: rank 0's, or any
@@ -197,6 +220,16 @@ mod tests {
             assert!(!is_launcher_program(name), "{name}");
         }
         assert!(!runs_a_launcher("self"), "the unit-test binary");
+        for name in ["timeout", "time", "strace", "perf", "flock"] {
+            assert!(
+                is_command_wrapper(name) && !is_launcher_program(name),
+                "{name}"
+            );
+        }
+        for name in ["nice", "env", "taskset", "mpirun", "bash", "timeouts"] {
+            assert!(!is_command_wrapper(name), "{name}");
+        }
+        assert!(!runs_a_command_wrapper("self"), "the unit-test binary");
     }
 
     #[test]

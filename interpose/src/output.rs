@@ -210,14 +210,36 @@ pub fn profile_path(report: &Path, stream: bool) -> PathBuf {
 
 /// Is our parent process traced too (we were started by a traced program)?
 /// An MPI launcher or daemon with the tracer loaded is not traced
-/// (`launcher::is_launcher_program`): its children are the job's ranks.
+/// (`launcher::is_launcher_program`): its children are the job's ranks. A
+/// command wrapper (`timeout`, `time`: `launcher::is_command_wrapper`) is
+/// not traced either and stands for its own parent: the command it runs is
+/// a traced program's child only if the wrapper is.
 pub fn parent_is_traced() -> bool {
     // SAFETY: getppid has no preconditions.
-    let ppid = unsafe { libc::getppid() }.to_string();
-    std::fs::read_to_string(format!("/proc/{ppid}/maps"))
+    let mut parent = unsafe { libc::getppid() }.to_string();
+    for _ in 0..16 {
+        if !crate::launcher::runs_a_command_wrapper(&parent) {
+            break;
+        }
+        let Some(up) = std::fs::read_to_string(format!("/proc/{parent}/stat"))
+            .ok()
+            .and_then(|stat| parent_pid(&stat))
+        else {
+            return false;
+        };
+        parent = up.to_string();
+    }
+    std::fs::read_to_string(format!("/proc/{parent}/maps"))
         .map(|maps| maps.contains("libwmhcct"))
         .unwrap_or(false)
-        && !crate::launcher::runs_a_launcher(&ppid)
+        && !crate::launcher::runs_a_launcher(&parent)
+        && !crate::launcher::runs_a_command_wrapper(&parent)
+}
+
+/// Field 4 of `/proc/<pid>/stat`, the parent's pid.
+fn parent_pid(stat: &str) -> Option<u32> {
+    let after_name = &stat[stat.rfind(')')? + 1..];
+    after_name.split_ascii_whitespace().nth(1)?.parse().ok()
 }
 
 #[cfg(test)]
@@ -323,6 +345,11 @@ mod tests {
         let stat =
             "4242 (a b) c) S 1 4242 4242 0 -1 4194560 100 0 0 0 1 2 0 0 20 0 1 0 98765 1000 10";
         assert_eq!(start_ticks(stat), Some(98765));
+        assert_eq!(parent_pid(stat), Some(1));
+        assert_eq!(parent_pid("4242 (x) S"), None);
+        let own = std::fs::read_to_string("/proc/self/stat").unwrap();
+        // SAFETY: getppid has no preconditions.
+        assert_eq!(parent_pid(&own), Some(unsafe { libc::getppid() } as u32));
         assert_eq!(start_ticks("4242 (x) S 1"), None);
         assert_eq!(start_ticks("no name"), None);
         let boot = "cpu  1 2 3\nintr 5\nbtime 1764000000\nprocesses 9\n";

@@ -130,9 +130,12 @@ pub fn get(g: &Guard) -> Option<&'static Tracer> {
                 return unsafe { TRACER.load(Ordering::Acquire).as_ref() };
             }
             UNINIT => {
-                if crate::launcher::runs_a_launcher("self") {
-                    // An MPI launcher or daemon: not traced (its children,
-                    // the ranks, are). Events pass through from now on.
+                if crate::launcher::runs_a_launcher("self")
+                    || crate::launcher::runs_a_command_wrapper("self")
+                {
+                    // An MPI launcher or daemon, or a command wrapper
+                    // (`timeout`): not traced (its children, the ranks or
+                    // the command, are). Events pass through from now on.
                     let _ = STATE.compare_exchange(
                         UNINIT,
                         FINISHED,

@@ -113,3 +113,104 @@ fn a_shell_around_mpirun_leaves_the_job_report_alone() {
     assert!(shell.starts_with("job-"), "{shell}");
     assert_eq!(report_json(&dir.join(shell))["ranks"], 1);
 }
+
+/// Command wrappers that run one command as their child (`timeout`,
+/// `flock`) are not traced and stand for their parent: `wmhcct run --out
+/// r.h5 -- timeout 60 ./app` writes the application's report at `r.h5`
+/// with the closing line (it used to be `timeout`'s, the application's
+/// going silently beside it as `r-<pid>.h5`, and no line at all, since
+/// coreutils close stderr at exit); an application that `timeout` ends
+/// by SIGTERM writes its report so; a wrapper around `mpirun` leaves the
+/// job's report alone; a wrapper run by a traced shell is the shell's
+/// child as before (its command's report beside the shell's, counted).
+#[test]
+fn command_wrappers_are_transparent() {
+    let work = WorkDir::new("run-wrappers");
+    let dir = work.path.clone();
+    let exe = compile("exitcode.c", &dir, Opt::Debug, &[]);
+    let plain = run_plain(&exe, &["3"], &dir);
+    let run = |h5: &str, args: &[&str]| {
+        let mut c = command(bin(), &["run", "--out", h5, "--"], &dir);
+        c.args(args);
+        run_cmd(&mut c, TIMEOUT)
+    };
+    let e = exe.to_string_lossy().into_owned();
+    let lock = dir.join("lock").to_string_lossy().into_owned();
+    for (h5, args) in [
+        ("t.h5", vec!["timeout", "60", &e, "3"]),
+        ("f.h5", vec!["flock", &lock, &e, "3"]),
+        ("tt.h5", vec!["timeout", "60", "timeout", "50", &e, "3"]),
+    ] {
+        let out = run(h5, &args);
+        let what = format!("{args:?}: {}", out.describe());
+        assert_eq!((out.code, &out.stdout), (3, &plain.stdout), "{what}");
+        let report = dir.join(h5);
+        assert_eq!(
+            tracer_lines(&out.stderr),
+            [format!("wmhcct: report written to {}", report.display())],
+            "{what}"
+        );
+        let r = report_json(&report);
+        assert!(
+            r["program"].as_str().unwrap().contains("exitcode"),
+            "{what}"
+        );
+        assert_eq!(reports(&dir).len(), 1, "one report: {:?}", reports(&dir));
+        std::fs::remove_file(&report).unwrap();
+    }
+
+    // timeout ends the program by SIGTERM: its report, reason sigterm.
+    let rel = compile("rel_sigterm.c", &dir, Opt::Debug, &["-pthread"]);
+    let out = run(
+        "k.h5",
+        &["timeout", "1", &rel.to_string_lossy(), "loop", "1"],
+    );
+    assert_eq!(out.code, 124, "{}", out.describe());
+    let r = report_json(&dir.join("k.h5"));
+    assert_eq!(r["reason"], "sigterm", "{}", out.describe());
+    assert!(r["program"].as_str().unwrap().contains("rel_sigterm"));
+    std::fs::remove_file(dir.join("k.h5")).unwrap();
+
+    // Around mpirun: the job's report, and only it.
+    let mpi = mpi_compile("mpicc", "mpi_pattern.c", &dir, &[]);
+    let h5 = dir.join("job.h5");
+    let mut c = command(bin(), &["run", "--out"], &dir);
+    c.arg(&h5)
+        .args([
+            "--",
+            "timeout",
+            "80",
+            "mpirun",
+            "--oversubscribe",
+            "-np",
+            "4",
+        ])
+        .arg(&mpi);
+    c.env("OMPI_ALLOW_RUN_AS_ROOT", "1")
+        .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1");
+    let out = run_cmd(&mut c, MPI_TIMEOUT);
+    assert_clean_job(&out, &h5);
+    check_pattern(&report_json(&h5), "malloc", 64, 256);
+    assert_eq!(reports(&dir), ["job.h5"], "{}", out.describe());
+    std::fs::remove_file(&h5).unwrap();
+
+    // Inside a traced shell: the command is the shell's child.
+    let script = format!("timeout 60 '{e}' 3; exit 0");
+    let out = run("sh.h5", &["bash", "-c", &script]);
+    assert_eq!(out.code, 0, "{}", out.describe());
+    let kids = files_named(&dir, "sh-", ".h5");
+    assert_eq!(kids.len(), 1, "{:?}: {}", reports(&dir), out.describe());
+    assert!(report_json(&kids[0])["program"]
+        .as_str()
+        .unwrap()
+        .contains("exitcode"));
+    assert_eq!(
+        tracer_lines(&out.stderr),
+        [format!(
+            "wmhcct: report written to {}; 1 process it started wrote its own beside it as sh-<pid>.h5",
+            dir.join("sh.h5").display()
+        )],
+        "{}",
+        out.describe()
+    );
+}
