@@ -353,11 +353,42 @@ fn collect(t: &'static crate::tracer::Tracer, p: &'static Packets) {
         if idle < SPINS {
             std::hint::spin_loop();
         } else {
+            if woke && p.pending() == 0 && only_thread_left() {
+                // The program's threads are all gone (its main thread
+                // ended with pthread_exit, the others since): as the last
+                // thread, this one returns, and glibc ends the process with
+                // exit(0) as it would have without the tracer (exit
+                // handlers and the report run here). Staying would keep
+                // the process alive forever.
+                return;
+            }
             p.sleep();
             woke = true;
             idle = 0;
         }
     }
+}
+
+/// Whether the collector thread is the process's last live thread: the
+/// main thread has ended (its task, the process's leader, is a zombie
+/// until the process ends) and the only other one counted is this one.
+/// Checked once per idle sleep ([`SLEEP_NS`]), one read of
+/// `/proc/self/stat`.
+fn only_thread_left() -> bool {
+    std::fs::read_to_string("/proc/self/stat").is_ok_and(|stat| leader_gone_alone(&stat))
+}
+
+/// [`only_thread_left`] from the text of `/proc/self/stat`: the state
+/// (field 3) is the leader's, `num_threads` (field 20) counts the zombie
+/// leader and every live thread.
+fn leader_gone_alone(stat: &str) -> bool {
+    let Some(after_name) = stat.rfind(')').map(|i| &stat[i + 1..]) else {
+        return false;
+    };
+    let mut fields = after_name.split_ascii_whitespace();
+    let state = fields.next();
+    let threads = fields.nth(16).and_then(|n| n.parse::<u64>().ok());
+    matches!(state, Some("Z") | Some("X")) && threads.is_some_and(|n| n <= 2)
 }
 
 extern "C" fn collector_main(_: *mut libc::c_void) -> *mut libc::c_void {
@@ -434,6 +465,23 @@ mod tests {
             cursors: CursorAccess::new(),
             snapshot_at: u64::MAX,
         }
+    }
+
+    #[test]
+    fn the_last_thread_is_seen_from_proc_stat() {
+        let stat = |state: &str, threads: u32| {
+            format!(
+                "42 (a) b) {state} 1 42 42 0 -1 4194560 10 0 0 0 1 2 0 0 20 0 {threads} 0 9 1 1"
+            )
+        };
+        assert!(leader_gone_alone(&stat("Z", 2)));
+        assert!(leader_gone_alone(&stat("Z", 1)));
+        assert!(!leader_gone_alone(&stat("Z", 3)), "another thread lives");
+        assert!(!leader_gone_alone(&stat("S", 2)), "the main thread lives");
+        assert!(!leader_gone_alone(&stat("R", 1)));
+        assert!(!leader_gone_alone("garbage"));
+        // This process: its main thread runs.
+        assert!(!only_thread_left());
     }
 
     /// Frames of event `i`: 1 to 300 of them (records of 9 to 308 words,

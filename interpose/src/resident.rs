@@ -32,15 +32,19 @@ pub fn now() -> Resident {
     }
 }
 
-/// Read `/proc/self/status` into `buf`; the bytes read (0 on failure).
+/// Read this thread's `/proc/.../status` into `buf` (its memory figures
+/// are the process's; the process's own entry has none once the main
+/// thread has ended before the others); the bytes read (0 on failure).
 fn read_status(buf: &mut [u8]) -> usize {
-    // SAFETY: a NUL-terminated literal path; the descriptor is closed below.
-    let fd = unsafe {
-        libc::open(
-            c"/proc/self/status".as_ptr(),
-            libc::O_RDONLY | libc::O_CLOEXEC,
-        )
-    };
+    let mut fd = -1;
+    for path in [c"/proc/thread-self/status", c"/proc/self/status"] {
+        // SAFETY: a NUL-terminated literal path; the descriptor is closed
+        // below.
+        fd = unsafe { libc::open(path.as_ptr(), libc::O_RDONLY | libc::O_CLOEXEC) };
+        if fd >= 0 {
+            break;
+        }
+    }
     if fd < 0 {
         return 0;
     }

@@ -323,3 +323,60 @@ fn a_collector_thread_that_cannot_start_leaves_recording_inline() {
         assert_eq!(alloc_totals(&report_json(&h5)), expected, "{placement}");
     }
 }
+
+/// A program whose main thread ends first with `pthread_exit`, the others
+/// going on (`main_exits_first.c`): with the collector thread the process
+/// used to live on forever after its last thread, the collector thread
+/// keeping it alive; it now ends as without the tracer (status 0, when its
+/// last worker returns), with each thread's allocations counted exactly,
+/// and the report names the program (its command line used to be read
+/// from the main thread's `/proc` entry, empty by then).
+#[test]
+fn a_main_thread_that_ends_first_does_not_keep_the_process_alive() {
+    let w = WorkDir::new("main-exits-first");
+    let exe = compile("main_exits_first.c", &w.path, Opt::Release, &["-pthread"]);
+    let plain = run_plain(&exe, &[] as &[&str], &w.path);
+    assert_eq!(plain.code, 0, "{}", plain.describe());
+    for placement in ["thread", "inline", "auto"] {
+        let h5 = w.join(format!("{placement}.h5"));
+        let out = run_traced_timeout(
+            &exe,
+            &[] as &[&str],
+            &w.path,
+            &h5,
+            &[("WMHCCT_COLLECTOR", placement)],
+            std::time::Duration::from_secs(30),
+        );
+        let what = format!("[{placement}] {}", out.describe());
+        assert_eq!(out.code, 0, "{what}");
+        assert_eq!(
+            sorted_lines(&out.stdout),
+            sorted_lines(&plain.stdout),
+            "{what}"
+        );
+        assert_clean_stderr(&out, &h5);
+        assert!(
+            out.elapsed < std::time::Duration::from_secs(5),
+            "ends with its last thread: {what}"
+        );
+        let r = report_json(&h5);
+        assert!(
+            r["program"]
+                .as_str()
+                .unwrap()
+                .ends_with("main_exits_first-O2"),
+            "{}",
+            r["program"]
+        );
+        let count = |f: &str| u64_of(&context_with(&r, "malloc", f)["count"]);
+        assert_eq!(count("main_blocks"), 100, "{what}");
+        assert_eq!(count("worker_loop"), 2000, "{what}");
+        assert_eq!(count("worker_tail"), 20, "{what}");
+        assert!(total_count(&r, "free") >= 2000, "{}", alloc_totals(&r));
+        assert!(
+            u64_of(&r["resident"]["peak_bytes"]) > 0,
+            "{}",
+            r["resident"]
+        );
+    }
+}
