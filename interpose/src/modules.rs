@@ -139,10 +139,10 @@ unsafe fn read_object(info: &libc::dl_phdr_info, previous: &[ModuleData]) -> Opt
             .into_owned()
     };
     let path = if name.is_empty() {
-        // This thread's entry: the process's is gone with a main thread
-        // that ended before the others (see `report::command_line`).
-        std::fs::read_link("/proc/thread-self/exe")
-            .or_else(|_| std::fs::read_link("/proc/self/exe"))
+        // Else this thread's entry: the process's is gone with a main
+        // thread that ended before the others (`report::command_line`).
+        std::fs::read_link("/proc/self/exe")
+            .or_else(|_| std::fs::read_link("/proc/thread-self/exe"))
             .map(|p| p.to_string_lossy().into_owned())
             .unwrap_or_default()
     } else {

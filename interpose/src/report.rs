@@ -44,17 +44,21 @@ fn hostname() -> String {
     String::from_utf8_lossy(&buf[..n]).into_owned()
 }
 
-/// The program and its arguments. Read through this thread's own `/proc`
-/// entry: once the main thread has ended (`pthread_exit` while other
-/// threads go on), the process's entry, which is the main thread's, has
-/// no executable or command line left.
+/// The program and its arguments, from the process's `/proc` entry (which
+/// valgrind answers for its client), else from this thread's: once the
+/// main thread has ended (`pthread_exit` while other threads go on), the
+/// process's entry, which is the main thread's, has no executable or
+/// command line left.
 fn command_line() -> (String, Vec<String>) {
-    let program = std::fs::read_link("/proc/thread-self/exe")
-        .or_else(|_| std::fs::read_link("/proc/self/exe"))
+    let program = std::fs::read_link("/proc/self/exe")
+        .or_else(|_| std::fs::read_link("/proc/thread-self/exe"))
         .map(|p| p.to_string_lossy().into_owned())
         .unwrap_or_default();
-    let args = std::fs::read("/proc/thread-self/cmdline")
-        .or_else(|_| std::fs::read("/proc/self/cmdline"))
+    let args = std::fs::read("/proc/self/cmdline")
+        .ok()
+        .filter(|b| !b.is_empty())
+        .ok_or(())
+        .or_else(|()| std::fs::read("/proc/thread-self/cmdline"))
         .map(|b| {
             b.split(|&c| c == 0)
                 .filter(|s| !s.is_empty())

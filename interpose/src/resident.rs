@@ -32,19 +32,22 @@ pub fn now() -> Resident {
     }
 }
 
-/// Read this thread's `/proc/.../status` into `buf` (its memory figures
-/// are the process's; the process's own entry has none once the main
-/// thread has ended before the others); the bytes read (0 on failure).
+/// Read `/proc/self/status` into `buf`, else this thread's (its memory
+/// figures are the process's; the process's entry, the main thread's, has
+/// none once the main thread has ended before the others); the bytes read
+/// (0 on failure).
 fn read_status(buf: &mut [u8]) -> usize {
-    let mut fd = -1;
-    for path in [c"/proc/thread-self/status", c"/proc/self/status"] {
-        // SAFETY: a NUL-terminated literal path; the descriptor is closed
-        // below.
-        fd = unsafe { libc::open(path.as_ptr(), libc::O_RDONLY | libc::O_CLOEXEC) };
-        if fd >= 0 {
-            break;
-        }
+    let len = read_file(c"/proc/self/status", buf);
+    if buf[..len].windows(6).any(|w| w == b"VmRSS:") {
+        return len;
     }
+    read_file(c"/proc/thread-self/status", buf)
+}
+
+/// Read the file at `path` into `buf`; the bytes read (0 on failure).
+fn read_file(path: &std::ffi::CStr, buf: &mut [u8]) -> usize {
+    // SAFETY: a NUL-terminated path; the descriptor is closed below.
+    let fd = unsafe { libc::open(path.as_ptr(), libc::O_RDONLY | libc::O_CLOEXEC) };
     if fd < 0 {
         return 0;
     }

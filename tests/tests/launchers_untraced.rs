@@ -6,7 +6,7 @@
 
 mod mpi_common;
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use mpi_common::*;
 use wmhcct_e2e::*;
@@ -19,20 +19,26 @@ fn reports(dir: &Path) -> Vec<String> {
         .collect()
 }
 
-/// `wmhcct run --out job.h5 -- <launcher…> <exe>`: one report, the job's.
-fn run_wraps_the_launcher(compiler: &str, launcher: &[&str], name: &str) {
-    let work = WorkDir::new(&format!("run-launcher-{name}"));
-    let dir = work.path.clone();
-    let exe = mpi_compile(compiler, "mpi_pattern.c", &dir, &[]);
+/// `wmhcct run --out job.h5 -- <launcher…> <exe>` in `dir`, where `exe` is
+/// `mpi_pattern.c` built: one report, the job's (`dir/job.h5`, returned).
+fn run_writes_the_jobs_report(dir: &Path, launcher: &[&str], exe: &Path) -> PathBuf {
     let h5 = dir.join("job.h5");
-    let mut c = command(bin(), &["run", "--out"], &dir);
-    c.arg(&h5).arg("--").args(launcher).arg(&exe);
+    let mut c = command(bin(), &["run", "--out"], dir);
+    c.arg(&h5).arg("--").args(launcher).arg(exe);
     c.env("OMPI_ALLOW_RUN_AS_ROOT", "1")
         .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1");
     let out = run_cmd(&mut c, MPI_TIMEOUT);
     assert_clean_job(&out, &h5);
     check_pattern(&report_json(&h5), "malloc", 64, 256);
-    assert_eq!(reports(&dir), ["job.h5"], "{}", out.describe());
+    assert_eq!(reports(dir), ["job.h5"], "{}", out.describe());
+    h5
+}
+
+/// [`run_writes_the_jobs_report`] with `mpi_pattern.c` built by `compiler`.
+fn run_wraps_the_launcher(compiler: &str, launcher: &[&str], name: &str) {
+    let work = WorkDir::new(&format!("run-launcher-{name}"));
+    let exe = mpi_compile(compiler, "mpi_pattern.c", &work.path, &[]);
+    run_writes_the_jobs_report(&work.path, launcher, &exe);
 }
 
 #[test]
@@ -173,26 +179,8 @@ fn command_wrappers_are_transparent() {
 
     // Around mpirun: the job's report, and only it.
     let mpi = mpi_compile("mpicc", "mpi_pattern.c", &dir, &[]);
-    let h5 = dir.join("job.h5");
-    let mut c = command(bin(), &["run", "--out"], &dir);
-    c.arg(&h5)
-        .args([
-            "--",
-            "timeout",
-            "80",
-            "mpirun",
-            "--oversubscribe",
-            "-np",
-            "4",
-        ])
-        .arg(&mpi);
-    c.env("OMPI_ALLOW_RUN_AS_ROOT", "1")
-        .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1");
-    let out = run_cmd(&mut c, MPI_TIMEOUT);
-    assert_clean_job(&out, &h5);
-    check_pattern(&report_json(&h5), "malloc", 64, 256);
-    assert_eq!(reports(&dir), ["job.h5"], "{}", out.describe());
-    std::fs::remove_file(&h5).unwrap();
+    let around = ["timeout", "80", "mpirun", "--oversubscribe", "-np", "4"];
+    std::fs::remove_file(run_writes_the_jobs_report(&dir, &around, &mpi)).unwrap();
 
     // Inside a traced shell: the command is the shell's child.
     let script = format!("timeout 60 '{e}' 3; exit 0");
