@@ -273,19 +273,7 @@ fn the_commands_write_into_streams_and_through_links_and_refuse_directories() {
     assert_pattern_totals(&report_json(&w.join("piped.h5")), "convert -o -");
 
     // `-o -` at a terminal: refused rather than written there (a pty).
-    let py = "import os, pty, sys\n\
-              pid, fd = pty.fork()\n\
-              if pid == 0:\n    os.execv(os.environ['W'], [os.environ['W'], 'convert', os.environ['P'], '-o', '-'])\n\
-              out = b''\n\
-              while True:\n    try:\n        b = os.read(fd, 4096)\n    except OSError:\n        break\n    if not b:\n        break\n    out += b\n\
-              _, st = os.waitpid(pid, 0)\n\
-              sys.stdout.write(out.decode(errors='replace'))\n\
-              sys.exit(os.waitstatus_to_exitcode(st))\n";
-    let script = w.join("at_terminal.py");
-    std::fs::write(&script, py).unwrap();
-    let mut c = command("/usr/bin/python3", &[&*script.to_string_lossy()], &w.path);
-    c.env("W", bin()).env("P", &prof);
-    let o = run_cmd(&mut c, TIMEOUT);
+    let o = wmhcct_at_terminal(&w.path, &["convert", &p, "-o", "-"], &[]);
     assert_eq!(o.code, 1, "{}", o.describe());
     assert!(
         o.stdout.contains("standard output is a terminal"),

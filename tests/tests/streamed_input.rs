@@ -193,23 +193,7 @@ fn bad_streams_get_one_line_naming_standard_input() {
         "copying the stream into /nonexistent (TMPDIR)",
     );
     // Standard input at a terminal: refused rather than waited on.
-    let py = "import os, pty, sys\n\
-              pid, fd = pty.fork()\n\
-              if pid == 0:\n    os.execv(os.environ['W'], [os.environ['W'], 'report', '-'])\n\
-              out = b''\n\
-              while True:\n    try:\n        b = os.read(fd, 4096)\n    except OSError:\n        break\n    if not b:\n        break\n    out += b\n\
-              _, st = os.waitpid(pid, 0)\n\
-              sys.stdout.write(out.decode())\n\
-              sys.exit(os.waitstatus_to_exitcode(st))\n";
-    let script = w.join("at_terminal.py");
-    std::fs::write(&script, py).unwrap();
-    let mut c = command(
-        "/usr/bin/python3",
-        &[script.to_string_lossy().as_ref()],
-        &w.path,
-    );
-    c.env("W", bin()).env("TMPDIR", &tmp);
-    let out = run_cmd(&mut c, std::time::Duration::from_secs(60));
+    let out = wmhcct_at_terminal(&w.path, &["report", "-"], &[("TMPDIR", &tmp)]);
     assert_eq!(out.code, 1, "{}", out.describe());
     assert!(
         out.stdout.contains("standard input is a terminal"),

@@ -208,3 +208,25 @@ pub fn assert_only_closing_line(stderr: &str, report: &Path, what: &str) {
         "{what}: {stderr}"
     );
 }
+
+/// `wmhcct ARGS` with a terminal (a pty, through Python's `pty`) for its
+/// standard input and output, in `dir`, with `env` added: the exit code,
+/// and what it wrote to the terminal as stdout.
+pub fn wmhcct_at_terminal(dir: &Path, args: &[&str], env: &[(&str, &Path)]) -> Output {
+    let py = "import json, os, pty, sys\n\
+              argv = [os.environ['W']] + json.loads(os.environ['ARGS'])\n\
+              pid, fd = pty.fork()\n\
+              if pid == 0:\n    os.execv(argv[0], argv)\n\
+              out = b''\n\
+              while True:\n    try:\n        b = os.read(fd, 4096)\n    except OSError:\n        break\n    if not b:\n        break\n    out += b\n\
+              _, st = os.waitpid(pid, 0)\n\
+              sys.stdout.write(out.decode(errors='replace'))\n\
+              sys.exit(os.waitstatus_to_exitcode(st))\n";
+    let mut c = command("/usr/bin/python3", &["-c", py], dir);
+    c.env("W", bin())
+        .env("ARGS", serde_json::to_string(args).unwrap());
+    for (k, v) in env {
+        c.env(k, v);
+    }
+    run_cmd(&mut c, Duration::from_secs(60))
+}
