@@ -22,6 +22,14 @@ pub struct Destination {
     pub make_dir: bool,
 }
 
+impl Destination {
+    /// Whether `report` is the stream `WMHCCT_OUT` names (written into,
+    /// never replaced, nothing beside it).
+    pub fn is_stream(&self, report: &Path) -> bool {
+        self.stream && self.out.as_deref() == Some(report)
+    }
+}
+
 /// Resolve `WMHCCT_OUT` (`out`, relative to `cwd`) at start; the message
 /// for a path no report may go to (a block device, a socket), in which case
 /// the default is used. A directory (existing, or named with a trailing
@@ -182,12 +190,18 @@ pub fn process_start() -> Option<std::time::SystemTime> {
     )
 }
 
-/// Field 22 of `/proc/<pid>/stat` (start time in clock ticks after boot);
-/// the command name, field 2, is in parentheses and may hold spaces.
-fn start_ticks(stat: &str) -> Option<u64> {
+/// Field `n` (numbered from 1, as in proc(5); 3 or later) of the text of
+/// `/proc/<pid>/stat`: the command name, field 2, is in parentheses and
+/// may hold spaces and parentheses, so fields are counted after the last
+/// `)`.
+pub fn stat_field(stat: &str, n: usize) -> Option<&str> {
     let after_name = &stat[stat.rfind(')')? + 1..];
-    // Fields 3, 4, …: field 22 is the 20th after the name.
-    after_name.split_ascii_whitespace().nth(19)?.parse().ok()
+    after_name.split_ascii_whitespace().nth(n.checked_sub(3)?)
+}
+
+/// Field 22 of `/proc/<pid>/stat`: start time in clock ticks after boot.
+fn start_ticks(stat: &str) -> Option<u64> {
+    stat_field(stat, 22)?.parse().ok()
 }
 
 /// The `btime` line of `/proc/stat`: boot time in seconds since the epoch.
@@ -238,8 +252,7 @@ pub fn parent_is_traced() -> bool {
 
 /// Field 4 of `/proc/<pid>/stat`, the parent's pid.
 fn parent_pid(stat: &str) -> Option<u32> {
-    let after_name = &stat[stat.rfind(')')? + 1..];
-    after_name.split_ascii_whitespace().nth(1)?.parse().ok()
+    stat_field(stat, 4)?.parse().ok()
 }
 
 #[cfg(test)]

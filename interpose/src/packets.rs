@@ -382,13 +382,9 @@ fn only_thread_left() -> bool {
 /// (field 3) is the leader's, `num_threads` (field 20) counts the zombie
 /// leader and every live thread.
 fn leader_gone_alone(stat: &str) -> bool {
-    let Some(after_name) = stat.rfind(')').map(|i| &stat[i + 1..]) else {
-        return false;
-    };
-    let mut fields = after_name.split_ascii_whitespace();
-    let state = fields.next();
-    let threads = fields.nth(16).and_then(|n| n.parse::<u64>().ok());
-    matches!(state, Some("Z") | Some("X")) && threads.is_some_and(|n| n <= 2)
+    use crate::output::stat_field;
+    let threads = stat_field(stat, 20).and_then(|n| n.parse::<u64>().ok());
+    matches!(stat_field(stat, 3), Some("Z" | "X")) && threads.is_some_and(|n| n <= 2)
 }
 
 extern "C" fn collector_main(_: *mut libc::c_void) -> *mut libc::c_void {

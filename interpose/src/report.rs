@@ -396,7 +396,7 @@ fn announce_report(t: &Tracer, report: &Path) {
 /// ends with the process).
 fn shown_report(t: &Tracer, report: &Path) -> PathBuf {
     match &t.config.out {
-        Some(given) if t.dest.stream && t.dest.out.as_deref() == Some(report) => given.clone(),
+        Some(given) if t.dest.is_stream(report) => given.clone(),
         _ => report.to_path_buf(),
     }
 }
@@ -437,7 +437,7 @@ fn launch_task(t: &Tracer) -> Option<(u32, u32)> {
 /// Whether `path` was written after this process started (a stream is
 /// never a report another process wrote).
 fn written_since_start(t: &Tracer, path: &Path) -> bool {
-    if t.dest.stream && t.dest.out.as_deref() == Some(path) {
+    if t.dest.is_stream(path) {
         return false;
     }
     let start = std::time::UNIX_EPOCH + std::time::Duration::from_nanos(t.start_unix_ns);
@@ -637,7 +637,7 @@ fn remove_snapshot(s: &Snapshot) {
 /// Write the encoded profile next to `report` and run `wmhcct convert`;
 /// say where the report is when `announce`, and always say what failed.
 fn convert(t: &Tracer, bytes: &[u8], report: &Path, announce: bool) {
-    let stream = t.dest.stream && t.dest.out.as_deref() == Some(report);
+    let stream = t.dest.is_stream(report);
     let prof = output::profile_path(report, stream);
     if t.dest.make_dir {
         // `WMHCCT_OUT=dir/`: made now (an error shows in the write below).

@@ -93,24 +93,20 @@ pub fn run(args: &RunArgs) -> Result<i32> {
     }
     // A report path is watched only where it is a regular file: a
     // directory takes reports under default names, a stream (`/dev/null`)
-    // shows nothing. A path no report may go to is refused before the run.
-    if let Some(out) = &args.out {
-        if let Err(e) = wmhcct_format::resolve(out) {
-            bail!("--out {}: {e}", out.display());
+    // shows nothing. A path no report may go to is refused before the run
+    // when `--out` gave it (the tracer says so for `WMHCCT_OUT`).
+    let given = args.out.clone().or_else(|| {
+        std::env::var_os("WMHCCT_OUT")
+            .filter(|v| !v.is_empty())
+            .map(PathBuf::from)
+    });
+    let report = match given.as_deref().map(wmhcct_format::resolve) {
+        Some(Ok(wmhcct_format::Target::File(p))) => Some(p),
+        Some(Err(e)) if args.out.is_some() => {
+            bail!("--out {}: {e}", given.unwrap_or_default().display())
         }
-    }
-    let report = args
-        .out
-        .clone()
-        .or_else(|| {
-            std::env::var_os("WMHCCT_OUT")
-                .filter(|v| !v.is_empty())
-                .map(PathBuf::from)
-        })
-        .and_then(|r| match wmhcct_format::resolve(&r) {
-            Ok(wmhcct_format::Target::File(p)) => Some(p),
-            _ => None,
-        });
+        _ => None,
+    };
     let spill = std::env::var_os("WMHCCT_SPILL_DIR")
         .filter(|v| !v.is_empty())
         .map(PathBuf::from);
