@@ -231,6 +231,12 @@ extern "C" fn intermediate(arg: *mut c_void) -> c_int {
     // reaped this process; only async-signal-safe calls on prepared data.
     unsafe {
         let plan = &mut *(arg as *mut Plan);
+        // Out of the program's process group, first: a signal sent to the
+        // group (`timeout` on expiry signals its whole group right after
+        // the program; a second Ctrl-C at the terminal) is the program's,
+        // and used to kill the converter the program's SIGTERM report had
+        // just started.
+        libc::setpgid(0, 0);
         // The program's handlers must not run in here or in the
         // converter: default dispositions for every handled signal
         // (ignored ones stay ignored, as exec would keep them).
