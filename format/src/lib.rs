@@ -29,7 +29,7 @@ use std::io::{Read, Write};
 /// File magic of a profile.
 pub const MAGIC: [u8; 8] = *b"WMHCCTP\0";
 /// Version of the profile layout; bumped on every incompatible change.
-pub const FORMAT_VERSION: u32 = 5;
+pub const FORMAT_VERSION: u32 = 6;
 /// Upper bound on a decoded profile, against hostile or corrupt lengths.
 const MAX_BODY: u64 = 1 << 34;
 

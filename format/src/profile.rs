@@ -218,6 +218,12 @@ pub struct Meta {
     pub reason: String,
     /// Version of the tracer that wrote the profile.
     pub tracer_version: String,
+    /// The parallel launch the process was a task or rank of, as its
+    /// launcher names it (`pmix:<namespace>`, `ompi:<jobid>`,
+    /// `slurm:<job>.<step>`), the same in every process of that launch;
+    /// empty outside a launch or where the launcher names none (MPICH's
+    /// Hydra). `wmhcct merge` of a directory keeps one launch's profiles.
+    pub launch: String,
 }
 
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Default)]

@@ -35,6 +35,31 @@ pub fn task(get: impl Fn(&str) -> Option<String>) -> Option<(u32, u32)> {
     (size > 1 && rank < size).then_some((rank, size))
 }
 
+/// The launch this process is a task of, as its launcher names it, the
+/// same in every process of the launch and different in the next one:
+/// PMIx's namespace (Open MPI 4 and 5, Slurm's `srun --mpi=pmix`), Open
+/// MPI's job id, else Slurm's job and step (`srun`). Empty when none is set
+/// (MPICH's Hydra names none). The launcher's own variables come before
+/// Slurm's: ranks of an `mpirun` inside an allocation do not all see the
+/// same Slurm step (those on `mpirun`'s node are in the batch step).
+pub fn launch_id(get: impl Fn(&str) -> Option<String>) -> String {
+    let set = |var: &str| {
+        get(var)
+            .map(|v| v.trim().to_string())
+            .filter(|v| !v.is_empty())
+    };
+    if let Some(ns) = set("PMIX_NAMESPACE") {
+        return format!("pmix:{ns}");
+    }
+    if let Some(job) = set("OMPI_MCA_ess_base_jobid") {
+        return format!("ompi:{job}");
+    }
+    match (set("SLURM_JOB_ID"), set("SLURM_STEP_ID")) {
+        (Some(job), Some(step)) => format!("slurm:{job}.{step}"),
+        _ => String::new(),
+    }
+}
+
 /// The executables of MPI launchers and their daemons (Open MPI 4 and 5,
 /// MPICH's Hydra, Slurm), by file name: never traced, so that `wmhcct run
 /// -- mpirun …` or an MPI singleton (which starts Open MPI's `orted`)
@@ -185,6 +210,26 @@ mod tests {
         assert_eq!(slurm_tasks_on_node("2,1(x3)", 3), Some(1));
         assert_eq!(slurm_tasks_on_node("bogus", 0), None);
         assert_eq!(slurm_tasks_on_node("4(x", 0), None);
+    }
+
+    #[test]
+    fn launch_ids() {
+        let ompi = [
+            ("PMIX_NAMESPACE", "2106982401"),
+            ("OMPI_MCA_ess_base_jobid", "2106982401"),
+            ("SLURM_JOB_ID", "77"),
+        ];
+        assert_eq!(launch_id(env(&ompi)), "pmix:2106982401");
+        assert_eq!(
+            launch_id(env(&[("OMPI_MCA_ess_base_jobid", " 5 ")])),
+            "ompi:5"
+        );
+        let srun = [("SLURM_JOB_ID", "77"), ("SLURM_STEP_ID", "2")];
+        assert_eq!(launch_id(env(&srun)), "slurm:77.2");
+        // The batch step of a job, and Hydra (PMI_* only), name no launch.
+        assert_eq!(launch_id(env(&[("SLURM_JOB_ID", "77")])), "");
+        assert_eq!(launch_id(env(&[("PMI_RANK", "1"), ("PMI_SIZE", "2")])), "");
+        assert_eq!(launch_id(env(&[("PMIX_NAMESPACE", "")])), "");
     }
 
     #[test]

@@ -114,6 +114,10 @@ pub fn build(t: &Tracer, core: &Core, reason: &str) -> Profile {
             nranks: rank_and_size.map(|(_, n)| n),
             reason: reason.to_string(),
             tracer_version: env!("CARGO_PKG_VERSION").to_string(),
+            launch: match rank_and_size {
+                Some(_) => crate::launcher::launch_id(|v| std::env::var(v).ok()),
+                None => String::new(),
+            },
         },
         config: wmhcct_format::Config {
             phi: t.config.phi,

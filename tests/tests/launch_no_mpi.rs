@@ -77,6 +77,50 @@ fn mpich_hydra_of_a_serial_program() {
     task_farm(Launcher::Mpich, "hydra");
 }
 
+/// A spill directory outlives its launch: a later launch with the same
+/// report path (the same batch script run again, a second `srun` step of
+/// the job) overwrites only the `rank-<r>.wmprof` files it writes itself.
+/// Here three tasks, then two: `wmhcct merge` of the directory is the
+/// second launch alone (its two ranks, exact totals), says in one line
+/// which file of the first it left out, and `--remove-input` leaves that
+/// one where it is. (It used to merge the first launch's rank 2 into the
+/// second: 3 ranks and a third more calls than the program made.)
+#[test]
+fn a_later_launch_merges_without_an_earlier_ones_leftovers() {
+    let work = WorkDir::new("farm-again");
+    let dir = work.path.clone();
+    // tests/programs/pattern.c: malloc 1100, calloc 10, free 1100, no stdio.
+    let exe = compile("pattern.c", &dir, Opt::Debug, &[]);
+    let h5 = dir.join("farm.h5");
+    for np in [3, 2] {
+        let traced = launch(Launcher::OpenMpi, np, &exe, &[], &dir, Some(&h5), &[]);
+        assert_eq!(traced.code, 0, "{}", traced.describe());
+    }
+    let spill = dir.join("farm.h5.spill");
+    let (s, o) = (spill.to_str().unwrap(), h5.to_str().unwrap());
+    let out = run_cmd(
+        &mut command(bin(), &["merge", s, "-o", o, "--remove-input"], &dir),
+        TIMEOUT,
+    );
+    assert_eq!(out.code, 0, "{}", out.describe());
+    assert_eq!(
+        out.stderr,
+        format!(
+            "wmhcct: warning: {s}: leaving out 1 profile(s) of an earlier launch than its newest (rank-2.wmprof); name them to merge them\n\
+             wmhcct: merged 2 profile(s) of 2 rank(s) into {o}\n"
+        )
+    );
+    let r = report_json(&h5);
+    assert_eq!(r["ranks"], 2);
+    assert_eq!(total_count(&r, "malloc"), 2 * 1100, "{}", alloc_totals(&r));
+    assert_eq!(total_count(&r, "calloc"), 2 * 10, "{}", alloc_totals(&r));
+    let left: Vec<_> = files_named(&spill, "", "")
+        .iter()
+        .map(|p| p.file_name().unwrap().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(left, ["rank-2.wmprof"], "only what was merged is removed");
+}
+
 /// A wrapper script as the launched program (`mpirun -np 4 ./wrap.sh`,
 /// which runs the MPI program without `exec`): the shells are tasks of the
 /// launch that never use MPI, but they start the real program, which writes

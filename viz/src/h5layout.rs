@@ -698,6 +698,7 @@ pub(crate) fn read_here(path: &Path) -> Result<(Profile, Symbols)> {
         nranks: get_opt(&f, "nranks")?,
         reason: get_str(&f, "reason")?,
         tracer_version: get_str(&f, "tracer_version")?,
+        launch: String::new(),
     };
     let g = open_group(&f, "config")?;
     let config = Config {

@@ -122,11 +122,22 @@ pub fn run(args: &MergeArgs) -> Result<()> {
     if profiles.is_empty() {
         bail!("no readable profiles among {} file(s)", files.len());
     }
+    let (profiles, earlier) = leave_out_earlier_launches(profiles, &args.inputs);
+    for (dir, names) in &earlier {
+        eprintln!(
+            "wmhcct: warning: {}: leaving out {} profile(s) of an earlier launch than its newest ({}); name them to merge them",
+            dir.display(),
+            names.len(),
+            listed(names)
+        );
+    }
     let profiles_read = profiles.len();
+    let merged: Vec<PathBuf> = profiles.iter().map(|(f, _)| f.clone()).collect();
     let job = merge_profiles(profiles)?;
     write_report(&job, &args.output)?;
     if args.remove_input {
-        remove(&files)?;
+        // Only what was merged: an earlier launch's profiles stay.
+        remove(&merged)?;
     }
     eprintln!(
         "wmhcct: merged {} profile(s) of {} rank(s) into {}",
@@ -137,10 +148,198 @@ pub fn run(args: &MergeArgs) -> Result<()> {
     Ok(())
 }
 
+/// The launch a profile belongs to, for telling launches apart in one
+/// directory: the launcher's name for it and the number of processes;
+/// `None` for a process outside any launch.
+fn launch_key(p: &Profile) -> Option<(&str, u32)> {
+    p.meta.nranks.map(|n| (p.meta.launch.as_str(), n))
+}
+
+/// Profiles with the files they were read from.
+type Named = Vec<(PathBuf, Profile)>;
+/// Per directory, the names of the files left out.
+type LeftOut = Vec<(PathBuf, Vec<String>)>;
+
+/// Split off, per directory given, the profiles found there that are of
+/// another launch than the newest one there (by the end of its last
+/// profile). A spill directory outlives its run: a later run with the same
+/// report path overwrites only the `rank-<r>.wmprof` files it writes
+/// itself, so a run with fewer ranks, or whose ranks were killed before
+/// they spilled, leaves the earlier run's files beside its own. Files
+/// named in `inputs`, and profiles of processes outside any launch, are
+/// always kept. Returns the kept profiles and, per directory, the file
+/// names left out.
+fn leave_out_earlier_launches(profiles: Named, inputs: &[PathBuf]) -> (Named, LeftOut) {
+    let found_in = |f: &PathBuf| -> Option<PathBuf> {
+        if inputs.contains(f) {
+            return None;
+        }
+        f.parent().map(|d| d.to_path_buf())
+    };
+    // Per directory: the launch of its newest profile.
+    let mut newest: Vec<(PathBuf, u64, (String, u32))> = Vec::new();
+    for (f, p) in &profiles {
+        let (Some(dir), Some((launch, n))) = (found_in(f), launch_key(p)) else {
+            continue;
+        };
+        let end = p.meta.end_unix_ns;
+        match newest.iter_mut().find(|(d, _, _)| *d == dir) {
+            Some(entry) if entry.1 >= end => {}
+            Some(entry) => *entry = (dir, end, (launch.to_string(), n)),
+            None => newest.push((dir, end, (launch.to_string(), n))),
+        }
+    }
+    let mut kept = Vec::with_capacity(profiles.len());
+    let mut left: LeftOut = Vec::new();
+    for (f, p) in profiles {
+        let dir = found_in(&f);
+        let wanted = dir
+            .as_ref()
+            .and_then(|d| newest.iter().find(|(nd, _, _)| nd == d))
+            .map(|(_, _, key)| key);
+        let earlier = match (wanted, launch_key(&p)) {
+            (Some((launch, n)), Some((l, m))) => (launch.as_str(), *n) != (l, m),
+            _ => false,
+        };
+        if !earlier {
+            kept.push((f, p));
+            continue;
+        }
+        let dir = dir.unwrap_or_default();
+        let name = f
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        match left.iter_mut().find(|(d, _)| *d == dir) {
+            Some((_, names)) => names.push(name),
+            None => left.push((dir, vec![name])),
+        }
+    }
+    (kept, left)
+}
+
+/// Up to four names, then how many more.
+fn listed(names: &[String]) -> String {
+    const SHOWN: usize = 4;
+    let mut s = names
+        .iter()
+        .take(SHOWN)
+        .cloned()
+        .collect::<Vec<_>>()
+        .join(", ");
+    if names.len() > SHOWN {
+        s.push_str(&format!(" and {} more", names.len() - SHOWN));
+    }
+    s
+}
+
 /// Delete the input files (a stream, such as `-`, has nothing to delete).
 pub fn remove(files: &[PathBuf]) -> Result<()> {
     for p in files.iter().filter(|p| !crate::spool::is_stream(p)) {
         std::fs::remove_file(p).with_context(|| format!("{}: removing input", p.display()))?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn profile(launch: &str, nranks: Option<u32>, rank: u32, end: u64) -> Profile {
+        let mut p = Profile::default();
+        p.meta.launch = launch.into();
+        p.meta.nranks = nranks;
+        p.meta.rank = nranks.map(|_| rank);
+        p.meta.end_unix_ns = end;
+        p
+    }
+
+    fn names(kept: &[(PathBuf, Profile)]) -> Vec<String> {
+        kept.iter().map(|(f, _)| f.display().to_string()).collect()
+    }
+
+    #[test]
+    fn a_directory_keeps_its_newest_launch() {
+        let spill = PathBuf::from("/s/job.h5.spill");
+        let input = vec![spill.clone()];
+        let profiles = vec![
+            (
+                spill.join("rank-0.wmprof"),
+                profile("pmix:2", Some(2), 0, 900),
+            ),
+            (
+                spill.join("rank-1.wmprof"),
+                profile("pmix:2", Some(2), 1, 950),
+            ),
+            (
+                spill.join("rank-2.wmprof"),
+                profile("pmix:1", Some(4), 2, 100),
+            ),
+            (
+                spill.join("rank-3.wmprof"),
+                profile("pmix:1", Some(4), 3, 120),
+            ),
+            (spill.join("pid-9.wmprof"), profile("", None, 0, 50)),
+        ];
+        let (kept, left) = leave_out_earlier_launches(profiles, &input);
+        assert_eq!(
+            names(&kept),
+            [
+                "/s/job.h5.spill/rank-0.wmprof",
+                "/s/job.h5.spill/rank-1.wmprof",
+                "/s/job.h5.spill/pid-9.wmprof"
+            ]
+        );
+        assert_eq!(
+            left,
+            [(
+                spill,
+                vec!["rank-2.wmprof".to_string(), "rank-3.wmprof".into()]
+            )]
+        );
+    }
+
+    #[test]
+    fn a_launcher_that_names_no_launch_is_told_apart_by_its_size() {
+        // MPICH's Hydra: no launch name; a run of 3 after a run of 2.
+        let d = PathBuf::from("d");
+        let profiles = vec![
+            (d.join("rank-0.wmprof"), profile("", Some(3), 0, 500)),
+            (d.join("rank-2.wmprof"), profile("", Some(3), 2, 510)),
+            (d.join("rank-1.wmprof"), profile("", Some(2), 1, 10)),
+        ];
+        let (kept, left) = leave_out_earlier_launches(profiles, std::slice::from_ref(&d));
+        assert_eq!(kept.len(), 2);
+        assert_eq!(left, [(d, vec!["rank-1.wmprof".to_string()])]);
+    }
+
+    #[test]
+    fn named_files_and_separate_directories_are_all_kept() {
+        let (a, b) = (PathBuf::from("a"), PathBuf::from("b"));
+        let named = a.join("rank-1.wmprof");
+        let profiles = vec![
+            (
+                a.join("rank-0.wmprof"),
+                profile("slurm:7.1", Some(2), 0, 900),
+            ),
+            (named.clone(), profile("slurm:7.0", Some(2), 1, 100)),
+            (
+                b.join("rank-0.wmprof"),
+                profile("slurm:7.0", Some(2), 0, 100),
+            ),
+        ];
+        let (kept, left) = leave_out_earlier_launches(profiles, &[a, named, b]);
+        assert_eq!(kept.len(), 3);
+        assert!(left.is_empty());
+    }
+
+    #[test]
+    fn long_lists_are_cut() {
+        let n: Vec<String> = (0..6).map(|i| format!("rank-{i}.wmprof")).collect();
+        assert_eq!(
+            listed(&n),
+            "rank-0.wmprof, rank-1.wmprof, rank-2.wmprof, rank-3.wmprof and 2 more"
+        );
+        assert_eq!(listed(&n[..1]), "rank-0.wmprof");
+    }
 }

@@ -147,6 +147,7 @@ fn sample(prog: Option<&Prog>) -> Profile {
             nranks: None,
             reason: "exit".into(),
             tracer_version: "0.1.0".into(),
+            launch: String::new(),
         },
         config: Config {
             phi: 0.01,

@@ -212,6 +212,7 @@ fn base_profile(p: &Params, seed: u64) -> Profile {
             nranks: None,
             reason: "finalize".into(),
             tracer_version: "0.1.0".into(),
+            launch: String::new(),
         },
         config: Config {
             phi: cfg.phi,
