@@ -309,7 +309,7 @@ pub fn after_init() {
     let mut rank: c_int = -1;
     let mut size: c_int = 0;
     let mut buf = vec![0u8; 4096];
-    let mine = crate::report::job_report_path(t);
+    let mine = crate::report::new_job_report_path(t);
     let mine = mine.as_os_str().as_encoded_bytes();
     let n = mine.len().min(buf.len());
     buf[..n].copy_from_slice(&mine[..n]);

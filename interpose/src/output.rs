@@ -69,6 +69,26 @@ pub fn destination(out: Option<&Path>, cwd: &Path) -> (Destination, Option<Strin
     (d, None)
 }
 
+/// The default report name of a launch inside Slurm job `job`, in `dir`:
+/// `wmhcct-<job>.h5`, or, where an earlier launch of the job took that
+/// name (its report or its spill directory is there: a second `srun` or
+/// `mpirun` in the batch script), the first free of `wmhcct-<job>-2.h5`,
+/// `wmhcct-<job>-3.h5`, …
+pub fn slurm_report_name(dir: &Path, job: &str) -> PathBuf {
+    let taken = |name: &str| {
+        dir.join(name).symlink_metadata().is_ok()
+            || dir.join(format!("{name}.spill")).symlink_metadata().is_ok()
+    };
+    let first = format!("wmhcct-{job}.h5");
+    if !taken(&first) {
+        return PathBuf::from(first);
+    }
+    (2..10_000)
+        .map(|n| format!("wmhcct-{job}-{n}.h5"))
+        .find(|name| !taken(name))
+        .map_or_else(|| PathBuf::from(first), PathBuf::from)
+}
+
 /// The report path of process `pid`.
 ///
 /// `WMHCCT_OUT` names the report of the traced program itself. A forked
@@ -421,6 +441,28 @@ mod tests {
             descendant_reports_since(&dir.join("nothing/run.h5"), since),
             0
         );
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+    #[test]
+    fn a_later_launch_of_a_slurm_job_takes_the_next_free_name() {
+        let dir = std::env::temp_dir().join(format!("wmhcct-slurm-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let name = |d: &Path| slurm_report_name(d, "77").display().to_string();
+        assert_eq!(name(&dir), "wmhcct-77.h5");
+        // The first launch wrote its report; the next one's failed and left
+        // its spill directory only.
+        std::fs::File::create(dir.join("wmhcct-77.h5")).unwrap();
+        assert_eq!(name(&dir), "wmhcct-77-2.h5");
+        std::fs::create_dir(dir.join("wmhcct-77-2.h5.spill")).unwrap();
+        assert_eq!(name(&dir), "wmhcct-77-3.h5");
+        // Another job's report takes nothing of this one's.
+        std::fs::File::create(dir.join("wmhcct-78.h5")).unwrap();
+        assert_eq!(
+            slurm_report_name(&dir, "78").display().to_string(),
+            "wmhcct-78-2.h5"
+        );
+        assert_eq!(name(&dir.join("missing")), "wmhcct-77.h5");
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }

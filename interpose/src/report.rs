@@ -188,9 +188,23 @@ pub fn own_path() -> Option<PathBuf> {
 /// broadcast to all): `WMHCCT_OUT`, else `wmhcct-<SLURM_JOB_ID>.h5`, else
 /// `wmhcct-<date>-<pid>.h5`, relative to the working directory.
 pub fn job_report_path(t: &Tracer) -> PathBuf {
+    job_report_path_in(t, |job| PathBuf::from(format!("wmhcct-{job}.h5")))
+}
+
+/// The report path an MPI job agrees on at `MPI_Init` (rank 0's): as
+/// [`job_report_path`], but a Slurm job's default name that an earlier
+/// launch of the job took (a second `srun` or `mpirun` in the batch script)
+/// gives the next free one (`output::slurm_report_name`). A launch without
+/// MPI (a task farm) keeps the first name: its tasks decide each for
+/// itself, and `wmhcct merge` tells launches apart in the spill directory.
+pub fn new_job_report_path(t: &Tracer) -> PathBuf {
+    job_report_path_in(t, |job| output::slurm_report_name(&t.dest.dir, job))
+}
+
+fn job_report_path_in(t: &Tracer, slurm: impl Fn(&str) -> PathBuf) -> PathBuf {
     let name = match (&t.dest.out, std::env::var("SLURM_JOB_ID")) {
         (Some(o), _) => o.clone(),
-        (None, Ok(id)) if !id.is_empty() => PathBuf::from(format!("wmhcct-{id}.h5")),
+        (None, Ok(id)) if !id.is_empty() => slurm(&id),
         _ => {
             let secs = t.start_unix_ns / 1_000_000_000;
             let pid = std::process::id();

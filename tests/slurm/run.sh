@@ -15,7 +15,8 @@
 #      post-step merges the spill files into the job's report;
 #   3. --launcher srun (direct launch, MpiDefault=pmix): a clean run;
 #   4. the README's one line (mpirun -x LD_PRELOAD=…) in a hand-written
-#      script: the report is named after the job;
+#      script, twice: the first report is named after the job, the second
+#      launch's takes the next free name (wmhcct-<job>-2.h5);
 #   5. a program that does not use MPI (tests/programs/pattern.c), once in
 #      the batch step itself (its own report) and as two tasks of srun (a
 #      task farm: each leaves rank-<r>.wmprof, merged exactly).
@@ -276,8 +277,9 @@ run_job() {
 }
 
 # check_report NAME full|spill: the job's report against the pattern.
+# (REPORT: a report other than the job's first, wmhcct-<job>.h5.)
 check_report() {
-    local name=$1 mode=$2 rep="wmhcct-$JOB_ID.h5"
+    local name=$1 mode=$2 rep=${3:-wmhcct-$JOB_ID.h5}
     if [ ! -f "$rep" ]; then
         fail "$name: no report $rep; job output: $(out_tail)"
         return
@@ -346,11 +348,13 @@ else
     say "note: no mpi_pmix.so plugin: the srun job was not run"
 fi
 # 4. The README's one line in a hand-written batch script: the report is
-# named after the job, in the working directory.
+# named after the job, in the working directory; a second launch in the
+# script writes the next free name instead of replacing the first.
 cat >oneline.sbatch <<EOF
 #!/bin/bash
 #SBATCH --ntasks=2
 #SBATCH --output=wmhcct-%j.out
+mpirun -np 2 -x LD_PRELOAD="$LIB" "$PWD/mpi_pattern" $K
 mpirun -np 2 -x LD_PRELOAD="$LIB" "$PWD/mpi_pattern" $K
 EOF
 if run_job oneline; then
@@ -360,6 +364,7 @@ if run_job oneline; then
         fail "oneline: job $JOB_ID $JOB_STATE exit $JOB_EXIT: $(out_tail)"
     fi
     check_report oneline full
+    check_report oneline-2 full "wmhcct-$JOB_ID-2.h5"
 fi
 
 # 5. A program that does not use MPI: one process in the batch step itself

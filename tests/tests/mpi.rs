@@ -108,6 +108,46 @@ fn abort_leaves_mergeable_spill_files() {
     assert!(a["count"].as_u64().unwrap() >= K);
 }
 
+/// Several launches in one Slurm job (a batch script with two `srun` or
+/// `mpirun` lines), without `WMHCCT_OUT`: the first writes the job's
+/// report, `wmhcct-<job>.h5`; a later one whose name an earlier launch took
+/// (its report, or its spill directory) writes `wmhcct-<job>-2.h5`, `-3`…,
+/// where it used to replace the first report (and to spill beside an
+/// earlier launch's files). The ranks see `SLURM_JOB_ID` as under `srun`.
+#[test]
+fn later_launches_of_a_slurm_job_keep_the_earlier_reports() {
+    let work = workdir("slurm-steps");
+    let dir = work.path.clone();
+    let exe = mpi_compile("mpicc", "mpi_pattern.c", &dir, &[]);
+    let preload = format!("LD_PRELOAD={}", lib().display());
+    let np = RANKS.to_string();
+    let run = |args: &[&str]| {
+        let mut c = command("mpirun", &["-np", &np, "--oversubscribe"], &dir);
+        c.args(["-x", &preload, "-x", "SLURM_JOB_ID=4242"])
+            .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
+            .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
+            .env_remove("WMHCCT_OUT")
+            .arg(&exe)
+            .args(args);
+        run_cmd(&mut c, MPI_TIMEOUT)
+    };
+    let first = dir.join("wmhcct-4242.h5");
+    assert_clean_job(&run(&[]), &first);
+    let aborted = run(&["100", "abort"]);
+    assert_ne!(aborted.code, 0);
+    let second = dir.join("wmhcct-4242-2.h5");
+    assert!(
+        aborted.stderr.contains(&format!("{}.spill", second.display())),
+        "the aborted launch spills beside its own name: {}",
+        aborted.describe()
+    );
+    let third = dir.join("wmhcct-4242-3.h5");
+    assert_clean_job(&run(&[]), &third);
+    for report in [&first, &third] {
+        check_pattern(&report_json(report), "malloc", 64, 256);
+    }
+}
+
 /// Exit without MPI_Finalize: every rank spills; the merge has all four.
 #[test]
 fn exit_without_finalize_leaves_spill_files() {
