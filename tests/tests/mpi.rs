@@ -137,7 +137,9 @@ fn later_launches_of_a_slurm_job_keep_the_earlier_reports() {
     assert_ne!(aborted.code, 0);
     let second = dir.join("wmhcct-4242-2.h5");
     assert!(
-        aborted.stderr.contains(&format!("{}.spill", second.display())),
+        aborted
+            .stderr
+            .contains(&format!("{}.spill", second.display())),
         "the aborted launch spills beside its own name: {}",
         aborted.describe()
     );
