@@ -309,8 +309,12 @@ pub fn after_init() {
     let mut rank: c_int = -1;
     let mut size: c_int = 0;
     let mut buf = vec![0u8; 4096];
-    let mine = crate::report::new_job_report_path(t);
-    let mine = mine.as_os_str().as_encoded_bytes();
+    // The path, a NUL byte and the launch: rank 0's are everyone's.
+    let mut mine = crate::report::new_job_report_path(t)
+        .into_os_string()
+        .into_encoded_bytes();
+    mine.push(0);
+    mine.extend_from_slice(crate::report::mpi_launch(t).as_bytes());
     let n = mine.len().min(buf.len());
     buf[..n].copy_from_slice(&mine[..n]);
     let mut len = n;
@@ -328,9 +332,19 @@ pub fn after_init() {
         crate::diag::message(&["MPI-side initialisation failed; job report disabled"]);
         return;
     }
-    let path =
-        std::path::PathBuf::from(String::from_utf8_lossy(&buf[..len.min(buf.len())]).into_owned());
-    crate::tracer::set_job(t, rank as u32, size as u32, path);
+    let agreed = &buf[..len.min(buf.len())];
+    let path_end = agreed.iter().position(|&b| b == 0).unwrap_or(agreed.len());
+    let (path, launch) = agreed.split_at(path_end);
+    let launch = launch.get(1..).unwrap_or_default();
+    crate::tracer::set_job(
+        t,
+        crate::tracer::Job {
+            rank: rank as u32,
+            size: size as u32,
+            report: std::path::PathBuf::from(String::from_utf8_lossy(path).into_owned()),
+            launch: String::from_utf8_lossy(launch).into_owned(),
+        },
+    );
     SIDE_REDUCE.store(reduce, Ordering::Release);
 }
 

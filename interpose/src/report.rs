@@ -114,9 +114,10 @@ pub fn build(t: &Tracer, core: &Core, reason: &str) -> Profile {
             nranks: rank_and_size.map(|(_, n)| n),
             reason: reason.to_string(),
             tracer_version: env!("CARGO_PKG_VERSION").to_string(),
-            launch: match rank_and_size {
-                Some(_) => crate::launcher::launch_id(|v| std::env::var(v).ok()),
-                None => String::new(),
+            launch: match (tracer::job(t), rank_and_size) {
+                (Some(job), _) => job.launch,
+                (None, Some(_)) => crate::launcher::launch_id(|v| std::env::var(v).ok()),
+                (None, None) => String::new(),
             },
         },
         config: wmhcct_format::Config {
@@ -189,6 +190,23 @@ pub fn own_path() -> Option<PathBuf> {
 /// `wmhcct-<date>-<pid>.h5`, relative to the working directory.
 pub fn job_report_path(t: &Tracer) -> PathBuf {
     job_report_path_in(t, |job| PathBuf::from(format!("wmhcct-{job}.h5")))
+}
+
+/// This rank's name for its MPI job's launch, of which rank 0's is the
+/// job's: its launcher's (`launcher::launch_id`, as a task of the launch
+/// would name it before `MPI_Init`), else, where the launcher names none
+/// (MPICH's Hydra), rank 0's host, pid and start time.
+pub fn mpi_launch(t: &Tracer) -> String {
+    let named = crate::launcher::launch_id(|v| std::env::var(v).ok());
+    if !named.is_empty() {
+        return named;
+    }
+    format!(
+        "mpi:{}:{}:{}",
+        hostname(),
+        std::process::id(),
+        t.start_unix_ns
+    )
 }
 
 /// The report path an MPI job agrees on at `MPI_Init` (rank 0's): as

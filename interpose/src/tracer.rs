@@ -85,6 +85,8 @@ pub struct Job {
     pub rank: u32,
     pub size: u32,
     pub report: PathBuf,
+    /// The launch, as rank 0 named it (`wmhcct_format::Meta::launch`).
+    pub launch: String,
 }
 
 /// The MPI job this process belongs to, if any.
@@ -93,8 +95,8 @@ pub fn job(t: &Tracer) -> Option<Job> {
 }
 
 /// Record the MPI job (after MPI_Init).
-pub fn set_job(t: &Tracer, rank: u32, size: u32, report: PathBuf) {
-    *t.job.lock() = Some(Job { rank, size, report });
+pub fn set_job(t: &Tracer, job: Job) {
+    *t.job.lock() = Some(job);
 }
 
 const UNINIT: u8 = 0;

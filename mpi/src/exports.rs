@@ -45,7 +45,8 @@ pub extern "C" fn wmhcct_mpi_abi() -> c_int {
 }
 
 /// After PMPI_Init: rank and size of the world, and rank 0's report path
-/// (in `path[..*len]` on rank 0, of capacity `cap`) broadcast to every rank.
+/// and launch (in `path[..*len]` on rank 0, of capacity `cap`: the path, a
+/// NUL byte, the launch) broadcast to every rank.
 ///
 /// # Safety
 /// All pointers valid; `path` holds `cap` bytes.
@@ -68,7 +69,10 @@ pub unsafe extern "C" fn wmhcct_mpi_init(
         if r == 0 && spawned() {
             // A job started by MPI_Comm_spawn: its report must not be the
             // parent job's (both would write the same path).
-            let own = spawned_report_path(&buf[..(*len).min(cap)], std::process::id());
+            let given = &buf[..(*len).min(cap)];
+            let path_end = given.iter().position(|&b| b == 0).unwrap_or(given.len());
+            let mut own = spawned_report_path(&given[..path_end], std::process::id());
+            own.extend_from_slice(&given[path_end..]);
             if own.len() <= cap {
                 buf[..own.len()].copy_from_slice(&own);
                 *len = own.len();

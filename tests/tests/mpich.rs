@@ -186,3 +186,43 @@ fn other_familys_library_next_to_the_tracer_is_not_loaded() {
     merge(&dir.join("job.h5.spill"), &merged, &dir);
     check_pattern(&report_json(&merged), "malloc", 64, 256);
 }
+
+/// MPICH's Hydra gives its ranks no name for their launch, so after
+/// `MPI_Init` they take rank 0's (host, pid and start time, broadcast with
+/// the report path), and `wmhcct merge` tells two launches of the same
+/// size apart. Two 2-rank runs whose rank 1 is killed by SIGKILL and
+/// leaves its last snapshot (rank 0 is killed by Hydra, leaving nothing);
+/// the first run's snapshot is put back beside the second's as
+/// `rank-9.wmprof`, as a rank of an earlier run whose file this run did not
+/// overwrite would be: the merge leaves it out, in one line.
+#[test]
+fn same_size_launches_are_told_apart() {
+    let work = workdir("launches");
+    let dir = work.path.clone();
+    let exe = mpi_compile("mpicc.mpich", "grow_killed.c", &dir, &["-DWITH_MPI"]);
+    let h5 = dir.join("job.h5");
+    let spill = dir.join("job.h5.spill");
+    let snapshot = spill.join("rank-1.wmprof");
+    let earlier = dir.join("earlier.wmprof");
+    for run in 0..2 {
+        let args = ["8", "kill"];
+        let env = [("WMHCCT_SNAPSHOT", "4MiB")];
+        let out = launch(Launcher::Mpich, 2, &exe, &args, &dir, Some(&h5), &env);
+        assert_ne!(out.code, 0, "{}", out.describe());
+        assert!(snapshot.is_file(), "run {run}: {}", out.describe());
+        if run == 0 {
+            std::fs::rename(&snapshot, &earlier).unwrap();
+        }
+    }
+    std::fs::rename(&earlier, spill.join("rank-9.wmprof")).unwrap();
+    let (s, o) = (spill.to_str().unwrap(), h5.to_str().unwrap());
+    let out = run_cmd(&mut command(bin(), &["merge", s, "-o", o], &dir), TIMEOUT);
+    assert_eq!(out.code, 0, "{}", out.describe());
+    assert_eq!(
+        out.stderr,
+        format!(
+            "wmhcct: warning: {s}: leaving out 1 profile(s) of an earlier launch than its newest (rank-9.wmprof); name them to merge them\n\
+             wmhcct: merged 1 profile(s) of 1 rank(s) into {o}\n"
+        )
+    );
+}

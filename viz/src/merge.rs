@@ -149,10 +149,18 @@ pub fn run(args: &MergeArgs) -> Result<()> {
 }
 
 /// The launch a profile belongs to, for telling launches apart in one
-/// directory: the launcher's name for it and the number of processes;
-/// `None` for a process outside any launch.
+/// directory: its name (empty where the process could not learn it) and
+/// the number of processes; `None` for a process outside any launch.
 fn launch_key(p: &Profile) -> Option<(&str, u32)> {
     p.meta.nranks.map(|n| (p.meta.launch.as_str(), n))
+}
+
+/// Whether two profiles' launches can be the same one: the same number of
+/// processes, and the same name where both have one (a rank of MPICH's
+/// Hydra that spilled before `MPI_Init` has none, its job's other ranks
+/// have rank 0's).
+fn same_launch(a: (&str, u32), b: (&str, u32)) -> bool {
+    a.1 == b.1 && (a.0.is_empty() || b.0.is_empty() || a.0 == b.0)
 }
 
 /// Profiles with the files they were read from.
@@ -161,8 +169,8 @@ type Named = Vec<(PathBuf, Profile)>;
 type LeftOut = Vec<(PathBuf, Vec<String>)>;
 
 /// Split off, per directory given, the profiles found there that are of
-/// another launch than the newest one there (by the end of its last
-/// profile). A spill directory outlives its run: a later run with the same
+/// another launch than the newest one there (the launch of the profile
+/// that ended last, among those that name one if any do). A spill directory outlives its run: a later run with the same
 /// report path overwrites only the `rank-<r>.wmprof` files it writes
 /// itself, so a run with fewer ranks, or whose ranks were killed before
 /// they spilled, leaves the earlier run's files beside its own. Files
@@ -176,17 +184,28 @@ fn leave_out_earlier_launches(profiles: Named, inputs: &[PathBuf]) -> (Named, Le
         }
         f.parent().map(|d| d.to_path_buf())
     };
-    // Per directory: the launch of its newest profile.
-    let mut newest: Vec<(PathBuf, u64, (String, u32))> = Vec::new();
+    // Per directory: the launch of its newest profile, one that names its
+    // launch before one that does not.
+    struct Newest {
+        dir: PathBuf,
+        /// Whether the profile names its launch, and its end.
+        order: (bool, u64),
+        launch: (String, u32),
+    }
+    let mut newest: Vec<Newest> = Vec::new();
     for (f, p) in &profiles {
         let (Some(dir), Some((launch, n))) = (found_in(f), launch_key(p)) else {
             continue;
         };
-        let end = p.meta.end_unix_ns;
-        match newest.iter_mut().find(|(d, _, _)| *d == dir) {
-            Some(entry) if entry.1 >= end => {}
-            Some(entry) => *entry = (dir, end, (launch.to_string(), n)),
-            None => newest.push((dir, end, (launch.to_string(), n))),
+        let candidate = Newest {
+            order: (!launch.is_empty(), p.meta.end_unix_ns),
+            launch: (launch.to_string(), n),
+            dir,
+        };
+        match newest.iter_mut().find(|e| e.dir == candidate.dir) {
+            Some(e) if e.order >= candidate.order => {}
+            Some(e) => *e = candidate,
+            None => newest.push(candidate),
         }
     }
     let mut kept = Vec::with_capacity(profiles.len());
@@ -195,10 +214,10 @@ fn leave_out_earlier_launches(profiles: Named, inputs: &[PathBuf]) -> (Named, Le
         let dir = found_in(&f);
         let wanted = dir
             .as_ref()
-            .and_then(|d| newest.iter().find(|(nd, _, _)| nd == d))
-            .map(|(_, _, key)| key);
+            .and_then(|d| newest.iter().find(|e| e.dir == *d))
+            .map(|e| &e.launch);
         let earlier = match (wanted, launch_key(&p)) {
-            (Some((launch, n)), Some((l, m))) => (launch.as_str(), *n) != (l, m),
+            (Some((launch, n)), Some(key)) => !same_launch((launch.as_str(), *n), key),
             _ => false,
         };
         if !earlier {
@@ -311,6 +330,31 @@ mod tests {
         let (kept, left) = leave_out_earlier_launches(profiles, std::slice::from_ref(&d));
         assert_eq!(kept.len(), 2);
         assert_eq!(left, [(d, vec!["rank-1.wmprof".to_string()])]);
+    }
+
+    #[test]
+    fn a_rank_that_could_not_learn_its_launch_goes_with_the_newest_of_its_size() {
+        // Hydra: rank 1 spilled before MPI_Init (no name), the others after
+        // (rank 0's name); rank 3 is of an earlier launch of 4.
+        let d = PathBuf::from("d");
+        let profiles = vec![
+            (
+                d.join("rank-0.wmprof"),
+                profile("mpi:h:7:1", Some(3), 0, 500),
+            ),
+            (d.join("rank-1.wmprof"), profile("", Some(3), 1, 400)),
+            (
+                d.join("rank-2.wmprof"),
+                profile("mpi:h:7:1", Some(3), 2, 450),
+            ),
+            (d.join("rank-3.wmprof"), profile("", Some(4), 3, 900)),
+        ];
+        let (kept, left) = leave_out_earlier_launches(profiles, std::slice::from_ref(&d));
+        assert_eq!(kept.len(), 3);
+        assert_eq!(left, [(d, vec!["rank-3.wmprof".to_string()])]);
+        assert!(same_launch(("", 2), ("pmix:1", 2)));
+        assert!(!same_launch(("pmix:2", 2), ("pmix:1", 2)));
+        assert!(!same_launch(("", 2), ("", 3)));
     }
 
     #[test]
