@@ -309,10 +309,15 @@ pub fn after_init() {
     let mut rank: c_int = -1;
     let mut size: c_int = 0;
     let mut buf = vec![0u8; 4096];
-    // The path, a NUL byte and the launch: rank 0's are everyone's.
-    let mut mine = crate::report::new_job_report_path(t)
-        .into_os_string()
-        .into_encoded_bytes();
+    // The path, a NUL byte and the launch: rank 0's are everyone's. The
+    // other ranks, as far as their launcher tells, do not look at the file
+    // system for a path that is not used (thousands of ranks at once on a
+    // shared file system's metadata server).
+    let path = match crate::launcher::world_rank(|v| std::env::var(v).ok()) {
+        Some(r) if r != 0 => crate::report::job_report_path(t),
+        _ => crate::report::new_job_report_path(t),
+    };
+    let mut mine = path.into_os_string().into_encoded_bytes();
     mine.push(0);
     mine.extend_from_slice(crate::report::mpi_launch(t).as_bytes());
     let n = mine.len().min(buf.len());
