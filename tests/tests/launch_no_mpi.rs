@@ -97,19 +97,7 @@ fn a_later_launch_merges_without_an_earlier_ones_leftovers() {
         assert_eq!(traced.code, 0, "{}", traced.describe());
     }
     let spill = dir.join("farm.h5.spill");
-    let (s, o) = (spill.to_str().unwrap(), h5.to_str().unwrap());
-    let out = run_cmd(
-        &mut command(bin(), &["merge", s, "-o", o, "--remove-input"], &dir),
-        TIMEOUT,
-    );
-    assert_eq!(out.code, 0, "{}", out.describe());
-    assert_eq!(
-        out.stderr,
-        format!(
-            "wmhcct: warning: {s}: leaving out 1 profile(s) of an earlier launch than its newest (rank-2.wmprof); name them to merge them\n\
-             wmhcct: merged 2 profile(s) of 2 rank(s) into {o}\n"
-        )
-    );
+    merge_leaving_out(&spill, &h5, &dir, &["--remove-input"], "rank-2.wmprof", 2);
     let r = report_json(&h5);
     assert_eq!(r["ranks"], 2);
     assert_eq!(total_count(&r, "malloc"), 2 * 1100, "{}", alloc_totals(&r));

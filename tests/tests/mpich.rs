@@ -215,14 +215,5 @@ fn same_size_launches_are_told_apart() {
         }
     }
     std::fs::rename(&earlier, spill.join("rank-9.wmprof")).unwrap();
-    let (s, o) = (spill.to_str().unwrap(), h5.to_str().unwrap());
-    let out = run_cmd(&mut command(bin(), &["merge", s, "-o", o], &dir), TIMEOUT);
-    assert_eq!(out.code, 0, "{}", out.describe());
-    assert_eq!(
-        out.stderr,
-        format!(
-            "wmhcct: warning: {s}: leaving out 1 profile(s) of an earlier launch than its newest (rank-9.wmprof); name them to merge them\n\
-             wmhcct: merged 1 profile(s) of 1 rank(s) into {o}\n"
-        )
-    );
+    merge_leaving_out(&spill, &h5, &dir, &[], "rank-9.wmprof", 1);
 }

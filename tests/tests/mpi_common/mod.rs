@@ -146,6 +146,30 @@ pub fn merge(spill: &Path, merged: &Path, dir: &Path) {
     assert_eq!(out.code, 0, "{}", out.describe());
 }
 
+/// `wmhcct merge <spill> -o <report> [extra…]` in `dir`, which must leave
+/// out the one profile `left_out` as of an earlier launch and merge
+/// `merged` profiles, one per rank, saying both and nothing else.
+pub fn merge_leaving_out(
+    spill: &Path,
+    report: &Path,
+    dir: &Path,
+    extra: &[&str],
+    left_out: &str,
+    merged: usize,
+) {
+    let (s, o) = (spill.to_str().unwrap(), report.to_str().unwrap());
+    let mut c = command(bin(), &["merge", s, "-o", o], dir);
+    let out = run_cmd(c.args(extra), TIMEOUT);
+    assert_eq!(out.code, 0, "{}", out.describe());
+    assert_eq!(
+        out.stderr,
+        format!(
+            "wmhcct: warning: {s}: leaving out 1 profile(s) of an earlier launch than its newest ({left_out}); name them to merge them\n\
+             wmhcct: merged {merged} profile(s) of {merged} rank(s) into {o}\n"
+        )
+    );
+}
+
 /// The first context of allocator `kind` whose stack goes through `func`.
 pub fn context<'a>(r: &'a Value, func: &str, kind: &str) -> Option<&'a Value> {
     contexts_with(r, kind, func).into_iter().next()
