@@ -337,6 +337,17 @@ fn sigalrm(mode: &str, n: u64) {
         // Handlers that land inside the tracer (most do: it is where the
         // main loop spends its time) are queued and recorded on the way out.
         assert!(deferred > 0, "no handler call interrupted the tracer");
+        // Under the handler, the C library's signal trampoline, which
+        // stripped glibc does not name, is named as debuggers name it.
+        let in_handler = contexts_with(&r, "malloc", "rel_handler_alloc");
+        assert!(!in_handler.is_empty(), "{}", summary(&r));
+        for c in in_handler {
+            let below = frame_index(c, "on_alarm").map(|i| i + 1);
+            assert!(
+                below.is_some() && below == frame_index(c, "<signal handler called>"),
+                "the signal frame under on_alarm: {c}"
+            );
+        }
     }
     // Nothing lost: every call of main and of the handler, exactly.
     assert_eq!(

@@ -15,6 +15,11 @@
 //!
 //! A module file that cannot be opened or parsed is not an error: its frames
 //! stay `??` and still carry the module path.
+//!
+//! A return address without a name whose code is x86_64 Linux's
+//! `rt_sigreturn` call is the C library's signal trampoline (glibc's
+//! `__restore_rt`, a local symbol that Debian's stripped glibc lacks): the
+//! frame under a signal handler, named [`SIGNAL_FRAME`] as debuggers do.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -24,6 +29,12 @@ use wmhcct_format::{FrameKey, Module, Profile};
 
 use crate::demangle::demangle;
 use crate::elf_symbols::ElfSymbols;
+
+/// The name of a signal trampoline's frame.
+pub const SIGNAL_FRAME: &str = "<signal handler called>";
+
+/// `mov $15, %rax; syscall`: `rt_sigreturn`, a signal trampoline's whole code.
+const RT_SIGRETURN: [u8; 9] = [0x48, 0xc7, 0xc0, 0x0f, 0x00, 0x00, 0x00, 0x0f, 0x05];
 
 /// What an address resolved to. Unknown parts: function `??`, file empty, line 0.
 #[derive(Clone, Debug, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
@@ -164,6 +175,8 @@ pub struct ModuleResolver {
     file: Option<PathBuf>,
     /// Its symbol table, read at the first address DWARF does not name.
     symbols: std::cell::OnceCell<Option<ElfSymbols>>,
+    /// The module file itself (its code, which a debug file lacks).
+    module: Option<PathBuf>,
 }
 
 impl ModuleResolver {
@@ -191,6 +204,7 @@ impl ModuleResolver {
             loader,
             file,
             symbols: std::cell::OnceCell::new(),
+            module: usable.then(|| PathBuf::from(&module.path)),
         }
     }
 
@@ -228,6 +242,12 @@ impl ModuleResolver {
                 .get_or_init(|| self.file.as_deref().and_then(ElfSymbols::read));
             if let Some(name) = symbols.as_ref().and_then(|t| t.name_at(probe)) {
                 frame.function = demangle(name);
+            } else if self
+                .module
+                .as_deref()
+                .is_some_and(|m| code_at(m, offset) == Some(RT_SIGRETURN))
+            {
+                frame.function = SIGNAL_FRAME.into();
             }
         }
         if frame.file.is_empty() {
@@ -238,6 +258,22 @@ impl ModuleResolver {
         }
         frame
     }
+}
+
+/// The nine bytes of code at `svma` in the ELF file at `path`, from the
+/// executable section that holds them.
+fn code_at(path: &Path, svma: u64) -> Option<[u8; 9]> {
+    use object::{Object, ObjectSection, SectionFlags};
+    let file = std::fs::File::open(path).ok()?;
+    let cache = object::ReadCache::new(file);
+    let obj = object::File::parse(&cache).ok()?;
+    let section = obj.sections().find(|s| {
+        let exec = matches!(s.flags(), SectionFlags::Elf { sh_flags }
+            if sh_flags & u64::from(object::elf::SHF_EXECINSTR) != 0);
+        exec && s.address() <= svma && svma.saturating_add(9) <= s.address() + s.size()
+    })?;
+    let data = section.data_range(svma, 9).ok()??;
+    data.try_into().ok()
 }
 
 #[cfg(test)]
