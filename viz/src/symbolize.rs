@@ -177,6 +177,8 @@ pub struct ModuleResolver {
     symbols: std::cell::OnceCell<Option<ElfSymbols>>,
     /// The module file itself (its code, which a debug file lacks).
     module: Option<PathBuf>,
+    /// Its executable sections, read at the first address no symbol names.
+    code: std::cell::OnceCell<Option<Code>>,
 }
 
 impl ModuleResolver {
@@ -205,6 +207,7 @@ impl ModuleResolver {
             file,
             symbols: std::cell::OnceCell::new(),
             module: usable.then(|| PathBuf::from(&module.path)),
+            code: std::cell::OnceCell::new(),
         }
     }
 
@@ -243,9 +246,11 @@ impl ModuleResolver {
             if let Some(name) = symbols.as_ref().and_then(|t| t.name_at(probe)) {
                 frame.function = demangle(name);
             } else if self
-                .module
-                .as_deref()
-                .is_some_and(|m| code_at(m, offset) == Some(RT_SIGRETURN))
+                .code
+                .get_or_init(|| self.module.as_deref().and_then(Code::open))
+                .as_ref()
+                .and_then(|c| c.at(offset))
+                == Some(RT_SIGRETURN)
             {
                 frame.function = SIGNAL_FRAME.into();
             }
@@ -260,20 +265,47 @@ impl ModuleResolver {
     }
 }
 
-/// The nine bytes of code at `svma` in the ELF file at `path`, from the
-/// executable section that holds them.
-fn code_at(path: &Path, svma: u64) -> Option<[u8; 9]> {
-    use object::{Object, ObjectSection, SectionFlags};
-    let file = std::fs::File::open(path).ok()?;
-    let cache = object::ReadCache::new(file);
-    let obj = object::File::parse(&cache).ok()?;
-    let section = obj.sections().find(|s| {
-        let exec = matches!(s.flags(), SectionFlags::Elf { sh_flags }
-            if sh_flags & u64::from(object::elf::SHF_EXECINSTR) != 0);
-        exec && s.address() <= svma && svma.saturating_add(9) <= s.address() + s.size()
-    })?;
-    let data = section.data_range(svma, 9).ok()??;
-    data.try_into().ok()
+/// A module file's executable sections, to read code from.
+struct Code {
+    file: std::fs::File,
+    /// (address, size, file offset) of each executable section with data.
+    sections: Vec<(u64, u64, u64)>,
+}
+
+impl Code {
+    fn open(path: &Path) -> Option<Code> {
+        use object::{Object, ObjectSection, SectionFlags};
+        let file = std::fs::File::open(path).ok()?;
+        let sections = {
+            let cache = object::ReadCache::new(&file);
+            let obj = object::File::parse(&cache).ok()?;
+            obj.sections()
+                .filter(|s| {
+                    matches!(s.flags(), SectionFlags::Elf { sh_flags }
+                        if sh_flags & u64::from(object::elf::SHF_EXECINSTR) != 0)
+                })
+                .filter_map(|s| {
+                    let (offset, size) = s.file_range()?;
+                    Some((s.address(), size, offset))
+                })
+                .collect()
+        };
+        Some(Code { file, sections })
+    }
+
+    /// The nine bytes of code at `svma`, inside one executable section.
+    fn at(&self, svma: u64) -> Option<[u8; 9]> {
+        use std::os::unix::fs::FileExt;
+        let &(addr, _, offset) = self
+            .sections
+            .iter()
+            .find(|&&(a, size, _)| a <= svma && svma.saturating_add(9) <= a + size)?;
+        let mut code = [0u8; 9];
+        self.file
+            .read_exact_at(&mut code, offset + (svma - addr))
+            .ok()?;
+        Some(code)
+    }
 }
 
 #[cfg(test)]
