@@ -170,13 +170,13 @@ type LeftOut = Vec<(PathBuf, Vec<String>)>;
 
 /// Split off, per directory given, the profiles found there that are of
 /// another launch than the newest one there (the launch of the profile
-/// that ended last, among those that name one if any do). A spill directory outlives its run: a later run with the same
-/// report path overwrites only the `rank-<r>.wmprof` files it writes
-/// itself, so a run with fewer ranks, or whose ranks were killed before
-/// they spilled, leaves the earlier run's files beside its own. Files
-/// named in `inputs`, and profiles of processes outside any launch, are
-/// always kept. Returns the kept profiles and, per directory, the file
-/// names left out.
+/// that ended last, among those that name one if any do). A spill
+/// directory outlives its run: a later run with the same report path
+/// overwrites only the `rank-<r>.wmprof` files it writes itself, so a run
+/// with fewer ranks, or whose ranks were killed before they spilled, leaves
+/// the earlier run's files beside its own. Files named in `inputs`, and
+/// profiles of processes outside any launch, are always kept. Returns the
+/// kept profiles and, per directory, the file names left out.
 fn leave_out_earlier_launches(profiles: Named, inputs: &[PathBuf]) -> (Named, LeftOut) {
     let found_in = |f: &PathBuf| -> Option<PathBuf> {
         if inputs.contains(f) {
