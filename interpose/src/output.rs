@@ -443,6 +443,7 @@ mod tests {
         );
         std::fs::remove_dir_all(&dir).unwrap();
     }
+
     #[test]
     fn a_later_launch_of_a_slurm_job_takes_the_next_free_name() {
         let dir = std::env::temp_dir().join(format!("wmhcct-slurm-{}", std::process::id()));
