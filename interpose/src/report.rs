@@ -74,7 +74,9 @@ pub fn build(t: &Tracer, core: &Core, reason: &str) -> Profile {
     // First, before building the profile (or merging ranks) takes memory.
     let resident = crate::resident::now();
     // The MPI job's, else the launcher's (a task of a launch without MPI).
-    let rank_and_size = tracer::job(t)
+    let job = tracer::job(t);
+    let rank_and_size = job
+        .as_ref()
         .map(|j| (j.rank, j.size))
         .or_else(|| launch_task(t));
     let (program, args) = command_line();
@@ -114,7 +116,7 @@ pub fn build(t: &Tracer, core: &Core, reason: &str) -> Profile {
             nranks: rank_and_size.map(|(_, n)| n),
             reason: reason.to_string(),
             tracer_version: env!("CARGO_PKG_VERSION").to_string(),
-            launch: match (tracer::job(t), rank_and_size) {
+            launch: match (job, rank_and_size) {
                 (Some(job), _) => job.launch,
                 (None, Some(_)) => crate::launcher::launch_id(|v| std::env::var(v).ok()),
                 (None, None) => String::new(),
@@ -192,23 +194,6 @@ pub fn job_report_path(t: &Tracer) -> PathBuf {
     job_report_path_in(t, |job| PathBuf::from(format!("wmhcct-{job}.h5")))
 }
 
-/// This rank's name for its MPI job's launch, of which rank 0's is the
-/// job's: its launcher's (`launcher::launch_id`, as a task of the launch
-/// would name it before `MPI_Init`), else, where the launcher names none
-/// (MPICH's Hydra), rank 0's host, pid and start time.
-pub fn mpi_launch(t: &Tracer) -> String {
-    let named = crate::launcher::launch_id(|v| std::env::var(v).ok());
-    if !named.is_empty() {
-        return named;
-    }
-    format!(
-        "mpi:{}:{}:{}",
-        hostname(),
-        std::process::id(),
-        t.start_unix_ns
-    )
-}
-
 /// The report path an MPI job agrees on at `MPI_Init` (rank 0's): as
 /// [`job_report_path`], but a Slurm job's default name that an earlier
 /// launch of the job took (a second `srun` or `mpirun` in the batch script)
@@ -230,6 +215,23 @@ fn job_report_path_in(t: &Tracer, slurm: impl Fn(&str) -> PathBuf) -> PathBuf {
         }
     };
     t.dest.dir.join(name)
+}
+
+/// This rank's name for its MPI job's launch, of which rank 0's is the
+/// job's: its launcher's (`launcher::launch_id`, as a task of the launch
+/// would name it before `MPI_Init`), else, where the launcher names none
+/// (MPICH's Hydra), rank 0's host, pid and start time.
+pub fn mpi_launch(t: &Tracer) -> String {
+    let named = crate::launcher::launch_id(|v| std::env::var(v).ok());
+    if !named.is_empty() {
+        return named;
+    }
+    format!(
+        "mpi:{}:{}:{}",
+        hostname(),
+        std::process::id(),
+        t.start_unix_ns
+    )
 }
 
 /// Where ranks that do not reach MPI_Finalize leave their profiles.
