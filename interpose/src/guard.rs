@@ -1,6 +1,6 @@
 //! The reentrancy guard: while a thread is inside the tracer, allocator calls
 //! it makes through libc go straight to the program's allocator, untraced
-//! (its own Rust allocations go to glibc: `real::LibcAllocator`).
+//! (its own Rust allocations go to its own heap: `own_heap::OwnHeap`).
 //!
 //! A thread is inside in one of two ways. Recording a program's event
 //! ([`Guard::acquire_event`]) runs only the tracer's own code, whose

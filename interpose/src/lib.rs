@@ -2,9 +2,9 @@
 //!
 //! `exports` holds every exported C symbol; each calls the core API in
 //! `tracer`. The program's allocations are forwarded to the allocator it
-//! would have used without us (`next_alloc`); the tracer's own go straight
-//! to glibc through `real::LibcAllocator`; `guard::Guard` keeps the hooks
-//! from re-entering.
+//! would have used without us (`next_alloc`); the tracer's own go to pages
+//! of its own, apart from the program's heap (`own_heap::OwnHeap`);
+//! `guard::Guard` keeps the hooks from re-entering.
 
 mod biased_lock;
 mod clock;
@@ -50,4 +50,4 @@ mod tracer_stack;
 mod valgrind;
 
 #[global_allocator]
-static ALLOCATOR: real::LibcAllocator = real::LibcAllocator;
+static ALLOCATOR: own_heap::OwnHeap = own_heap::OwnHeap;

@@ -18,9 +18,12 @@ extern "C" fn before_fork() {
         t.modules.raw_lock();
         t.core.raw_lock();
     }
+    // Last: whoever holds the locks above may allocate.
+    crate::own_heap::lock_for_fork();
 }
 
 extern "C" fn after_fork_parent() {
+    crate::own_heap::unlock_after_fork();
     if let Some(t) = tracer::running() {
         t.forked.store(true, Ordering::Release);
         t.core.raw_unlock();
@@ -32,6 +35,7 @@ extern "C" fn after_fork_parent() {
 }
 
 extern "C" fn after_fork_child() {
+    crate::own_heap::unlock_after_fork();
     OWNER.store(raw_pid(), Ordering::Release);
     if let Some(t) = tracer::running() {
         t.core.raw_unlock();

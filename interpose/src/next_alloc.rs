@@ -30,8 +30,8 @@
 //!   or aligned allocation next to that `malloc`), each entry point simply
 //!   gets the next definition of its own name.
 //!
-//! The tracer's own Rust allocations never come here: `real::LibcAllocator`
-//! calls glibc's `__libc_*` directly.
+//! The tracer's own Rust allocations never come here: they go to its own
+//! heap (`own_heap::OwnHeap`).
 
 use std::cell::{Cell, UnsafeCell};
 use std::ffi::{c_int, c_void, CStr};

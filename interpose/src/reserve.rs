@@ -1,19 +1,21 @@
-//! Memory for the tracer's own Rust allocations when glibc cannot be used.
+//! Memory for the tracer's own Rust allocations when its own heap
+//! (`own_heap`) cannot be used.
 //!
 //! Two bump regions of anonymous `MAP_NORESERVE` memory (address space;
-//! pages count only once touched), never returned to glibc:
+//! pages count only once touched), never given back:
 //! - the **emergency reserve**, mapped when the tracer starts: used when
-//!   glibc returns NULL to the tracer because the program exhausted memory
+//!   the system refuses the tracer's heap a mapping because the program
+//!   exhausted memory
 //!   (`ulimit -v`, a cgroup limit). Without it the tracer's failing
 //!   allocation would abort the program, which would itself have handled
 //!   ENOMEM. Its size is [`EMERGENCY_BYTES`] (less if the address space is
 //!   already that tight at start-up).
 //! - the **handler arena**, mapped by the SIGTERM handler (`signals`): while
 //!   it writes the profile, the thread may have been interrupted inside
-//!   glibc's allocator, which must not be re-entered.
+//!   glibc's allocator or the tracer's heap, which must not be re-entered.
 //!
 //! Blocks of either region are never freed (`contains` tells
-//! `real::LibcAllocator` to skip them); both are small next to what the
+//! `own_heap::OwnHeap` to skip them); both are small next to what the
 //! program had.
 
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -157,7 +159,7 @@ pub fn map_emergency() {
 }
 
 /// Route the tracer's allocations to the handler arena (`true`) or back to
-/// glibc. Returns whether the arena is in use (it may not be mappable).
+/// its heap. Returns whether the arena is in use (it may not be mappable).
 pub fn handler_arena(on: bool) -> bool {
     let ok = on && HANDLER.map(&[1 << 32, 1 << 30, 1 << 28, 1 << 26, 1 << 24]);
     HANDLER_ON.store(ok, Ordering::Release);
@@ -175,13 +177,13 @@ pub fn handler_alloc(size: usize, align: usize) -> *mut u8 {
     HANDLER.alloc(size, align)
 }
 
-/// Is `p` a block of one of the regions (never given to glibc)?
+/// Is `p` a block of one of the regions (never given back)?
 #[inline(always)]
 pub fn contains(p: usize) -> bool {
     EMERGENCY.contains(p) || HANDLER.contains(p)
 }
 
-/// glibc could not satisfy the tracer: a block from the emergency reserve
+/// The tracer's heap got no memory from the system: a block from the emergency reserve
 /// (null when it cannot hold it: the caller either copes, as the
 /// live-block table does by not growing, or the allocation error aborts
 /// with Rust's own line). Says once on stderr that the reserve is in use.

@@ -36,9 +36,10 @@
 //!   after 60 s and the process ends by it, without the report ([`watch`]).
 //! - Otherwise the handler writes the profile itself. The thread may have
 //!   been interrupted inside glibc's allocator (the window of an interposed
-//!   call before or after the tracer's part), so while the handler works the
-//!   tracer's own Rust allocations come from a private `mmap` arena instead
-//!   of glibc ([`arena_on`], checked by `real::LibcAllocator`); the converter
+//!   call before or after the tracer's part) or inside the tracer's own heap,
+//!   so while the handler works the tracer's own Rust allocations come from
+//!   a bump arena instead ([`arena_on`], checked by `own_heap::OwnHeap`),
+//!   which takes no lock; the converter
 //!   is started with `posix_spawn` (Rust's `Command`), which takes no
 //!   allocator or stdio lock.
 

@@ -131,10 +131,12 @@ fn live_block_table_cannot_grow_under_ulimit() {
         .and_then(|l| number_after(l, "grow:"))
         .unwrap_or_else(|| panic!("no line on the table: {}", out.stderr));
     assert!(untracked > 0);
+    // Besides: the tracer's own heap may have gone on from its emergency
+    // reserve (its pages are its own, and the program took the rest).
     assert!(
-        lines
-            .iter()
-            .all(|l| l.contains("could not grow") || l.contains("report written")),
+        lines.iter().all(|l| l.contains("could not grow")
+            || l.contains("report written")
+            || l.contains("the tracer continues from its emergency reserve")),
         "{}",
         out.stderr
     );

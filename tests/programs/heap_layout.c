@@ -1,0 +1,59 @@
+/* The program's heap as the program sees it: every block's offset from its
+ * first block, hashed in the order the blocks were returned. Blocks come
+ * from many calling contexts (the tracer's tables grow while this runs),
+ * with frees and reallocs in between. Without the tracer and with it the
+ * line printed must be the same: the tracer keeps its own allocations out
+ * of the program's heap. */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+static char *first;
+static uint64_t hash = 1469598103934665603ull;
+static unsigned long blocks;
+
+static void note(void *p) {
+    uint64_t d = (uint64_t)((char *)p - first);
+    hash = (hash ^ d) * 1099511628211ull;
+    blocks++;
+}
+
+/* Four call sites per level: 4^depth calling contexts. */
+__attribute__((noinline)) static void *walk(int depth, unsigned path, size_t n) {
+    void *p;
+    if (depth == 0) return malloc(n);
+    switch (path & 3) {
+    case 0: p = walk(depth - 1, path >> 2, n); break;
+    case 1: p = walk(depth - 1, path >> 2, n + 16); break;
+    case 2: p = walk(depth - 1, path >> 2, n + 32); break;
+    default: p = walk(depth - 1, path >> 2, n + 48); break;
+    }
+    __asm__ volatile("" ::: "memory");
+    return p;
+}
+
+static void *keep[4096];
+
+int main(int argc, char **argv) {
+    long events = argc > 1 ? atol(argv[1]) : 200000;
+    unsigned r = 12345;
+    first = malloc(24);
+    note(first);
+    for (long i = 0; i < events; i++) {
+        r = r * 1103515245u + 12345u;
+        size_t n = 16 + (r >> 8) % 3000;
+        void *p = walk(4 + (r >> 28) % 8, r * 2654435761u, n);
+        note(p);
+        unsigned slot = (r >> 4) % 4096;
+        free(keep[slot]);
+        keep[slot] = p;
+        if (i % 7 == 0) {
+            keep[slot] = realloc(p, 2 * n);
+            note(keep[slot]);
+        }
+    }
+    for (unsigned i = 0; i < 4096; i++) free(keep[i]);
+    free(first);
+    printf("%lu blocks, layout %016llx\n", blocks, (unsigned long long)hash);
+    return 0;
+}
