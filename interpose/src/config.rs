@@ -89,6 +89,9 @@ pub struct Config {
     pub validate: f64,
     /// The `wmhcct` binary used to convert the profile at exit.
     pub bin: Option<PathBuf>,
+    /// Seconds the conversion may take before it is stopped and the
+    /// profile kept (`WMHCCT_CONVERT_TIMEOUT`; None: no limit).
+    pub convert_timeout_s: Option<u64>,
     /// Where MPI ranks that do not reach MPI_Finalize leave their profiles.
     pub spill_dir: Option<PathBuf>,
     /// Time-series bins per rank (0: no series).
@@ -114,6 +117,10 @@ pub const DEFAULT_BINS: u32 = 1024;
 pub const DEFAULT_RANK_SERIES: u32 = 1024;
 pub const DEFAULT_EVENT_SAMPLES: u32 = 10_000;
 pub const DEFAULT_SNAPSHOT_FROM: u64 = 1 << 30;
+/// The conversion at exit: ample for any report seen (LAMMPS's 1.5 MiB
+/// report converts in 0.2 s), and still an end for a job whose converter
+/// hangs.
+pub const DEFAULT_CONVERT_TIMEOUT_S: u64 = 300;
 
 impl Default for Config {
     fn default() -> Self {
@@ -129,6 +136,7 @@ impl Default for Config {
             reseed_gap_ns: DEFAULT_RESEED_GAP_US * 1000,
             validate: DEFAULT_VALIDATE,
             bin: None,
+            convert_timeout_s: Some(DEFAULT_CONVERT_TIMEOUT_S),
             spill_dir: None,
             bins: DEFAULT_BINS,
             rank_series: DEFAULT_RANK_SERIES,
@@ -345,6 +353,19 @@ impl Config {
                 ));
             }
         }
+        if let Some(v) = get("WMHCCT_CONVERT_TIMEOUT") {
+            match v.trim() {
+                "none" | "0" => c.convert_timeout_s = None,
+                s => match s.parse::<u64>() {
+                    Ok(x) if (1..=86_400 * 7).contains(&x) => c.convert_timeout_s = Some(x),
+                    _ => w.push(bad(
+                        "WMHCCT_CONVERT_TIMEOUT",
+                        &v,
+                        "whole seconds from 1 to 604800, or 0 (or none) for no limit (default 300)",
+                    )),
+                },
+            }
+        }
         if let Some(v) = get("WMHCCT_SNAPSHOT") {
             match (v.trim(), parse_size(&v)) {
                 ("off", _) | (_, Some(0)) => c.snapshot_from = u64::MAX,
@@ -438,8 +459,16 @@ mod tests {
             ("WMHCCT_RANK_SERIES", "16"),
             ("WMHCCT_EVENT_SAMPLES", "500"),
             ("WMHCCT_COLLECTOR", "thread"),
+            ("WMHCCT_CONVERT_TIMEOUT", "20"),
         ]);
         assert!(w.is_empty(), "{w:?}");
+        assert_eq!(c.convert_timeout_s, Some(20));
+        assert_eq!(parse(&[]).0.convert_timeout_s, Some(300));
+        for v in ["0", "none", " none "] {
+            let (c, w) = parse(&[("WMHCCT_CONVERT_TIMEOUT", v)]);
+            assert!(w.is_empty(), "{w:?}");
+            assert_eq!(c.convert_timeout_s, None, "{v:?}");
+        }
         assert_eq!((c.bins, c.rank_series, c.event_samples), (0, 16, 500));
         assert_eq!((c.phi, c.epsilon, c.max_depth), (0.01, 0.001, 64));
         assert_eq!(c.unwind, UnwindMode::Fp);
@@ -485,6 +514,10 @@ mod tests {
             ("WMHCCT_BIN", "/nonexistent/wmhcct"),
             ("WMHCCT_SPILL_DIR", ""),
             ("WMHCCT_COLLECTOR", "background"),
+            ("WMHCCT_CONVERT_TIMEOUT", "-1"),
+            ("WMHCCT_CONVERT_TIMEOUT", "1.5"),
+            ("WMHCCT_CONVERT_TIMEOUT", "forever"),
+            ("WMHCCT_CONVERT_TIMEOUT", "9999999"),
         ] {
             let (c, w) = parse(&[(var, val)]);
             assert_eq!(w.len(), 1, "{var}={val}: {w:?}");
@@ -498,6 +531,7 @@ mod tests {
                 (c.bins, c.rank_series, c.event_samples),
                 (1024, 1024, 10_000)
             );
+            assert_eq!(c.convert_timeout_s, Some(300));
         }
     }
 

@@ -25,6 +25,10 @@ pub struct Finished {
     pub status: c_int,
     /// What it wrote to its standard error.
     pub stderr: Vec<u8>,
+    /// Its process id.
+    pub pid: libc::pid_t,
+    /// It ran past the time limit and was killed (SIGKILL).
+    pub stopped: bool,
 }
 
 /// What the intermediate and the converter need after the clone, prepared
@@ -44,6 +48,12 @@ struct Plan {
     exec_errno: c_int,
     /// The converter's wait status (written by the intermediate).
     status: c_int,
+    /// How long the converter may run, in milliseconds (0: no limit).
+    limit_ms: c_int,
+    /// The converter's pid, and whether the intermediate killed it at the
+    /// limit (written by the intermediate).
+    child: libc::pid_t,
+    stopped: c_int,
 }
 
 fn c_string(s: &OsStr) -> std::io::Result<CString> {
@@ -60,11 +70,17 @@ fn null_terminated(strings: &[CString]) -> Vec<*const libc::c_char> {
 }
 
 /// Run `bin args…` with stdin and stdout on /dev/null, without the
-/// environment variable `drop_var`, and wait for it.
+/// environment variable `drop_var`, and wait for it, for at most `limit`
+/// (then it is killed: [`Finished::stopped`]).
 /// Under valgrind, which supports no `clone(CLONE_VM)` without
 /// `CLONE_VFORK` and exits the whole program (status 1) on one, it is not
 /// started: an error says why.
-pub fn run(bin: &Path, args: &[&OsStr], drop_var: &str) -> std::io::Result<Finished> {
+pub fn run(
+    bin: &Path,
+    args: &[&OsStr],
+    drop_var: &str,
+    limit: Option<std::time::Duration>,
+) -> std::io::Result<Finished> {
     if crate::valgrind::running() {
         return Err(std::io::Error::other(
             "not started under valgrind, which cannot create the process it runs in",
@@ -72,12 +88,18 @@ pub fn run(bin: &Path, args: &[&OsStr], drop_var: &str) -> std::io::Result<Finis
     }
     // The child runs on this thread's TLS until execve: its errno is ours.
     let errno = crate::errno::get();
-    let r = run_here(bin, args, drop_var);
+    let limit_ms = limit.map_or(0, |d| d.as_millis().clamp(1, c_int::MAX as u128) as c_int);
+    let r = run_here(bin, args, drop_var, limit_ms);
     crate::errno::set(errno);
     r
 }
 
-fn run_here(bin: &Path, args: &[&OsStr], drop_var: &str) -> std::io::Result<Finished> {
+fn run_here(
+    bin: &Path,
+    args: &[&OsStr],
+    drop_var: &str,
+    limit_ms: c_int,
+) -> std::io::Result<Finished> {
     let path = c_string(bin.as_os_str())?;
     let mut argv_c = vec![path.clone()];
     for a in args {
@@ -112,6 +134,9 @@ fn run_here(bin: &Path, args: &[&OsStr], drop_var: &str) -> std::io::Result<Fini
         stack_top: (base + 2 * CHILD_STACK) & !15,
         exec_errno: 0,
         status: 0,
+        limit_ms,
+        child: 0,
+        stopped: 0,
     });
     // SAFETY: every signal is blocked around the clone (so that no handler
     // of the program runs in the intermediate, which shares our memory;
@@ -169,6 +194,8 @@ fn run_here(bin: &Path, args: &[&OsStr], drop_var: &str) -> std::io::Result<Fini
     Ok(Finished {
         status: plan.status,
         stderr: fds.read_stderr(),
+        pid: plan.child,
+        stopped: plan.stopped != 0,
     })
 }
 
@@ -275,6 +302,11 @@ extern "C" fn intermediate(arg: *mut c_void) -> c_int {
         if pid < 0 {
             plan.exec_errno = *libc::__errno_location();
         } else {
+            plan.child = pid;
+            if plan.limit_ms > 0 && !ended_within(pid, plan.limit_ms) {
+                libc::kill(pid, libc::SIGKILL);
+                plan.stopped = 1;
+            }
             let mut st: c_int = 0;
             while libc::waitpid(pid, &mut st, 0) < 0 && *libc::__errno_location() == libc::EINTR {}
             plan.status = st;
@@ -282,6 +314,30 @@ extern "C" fn intermediate(arg: *mut c_void) -> c_int {
         libc::syscall(libc::SYS_exit, 0);
     }
     0
+}
+
+/// Whether process `pid` (a child) ends within `limit_ms`: a pidfd polled
+/// until then. True at once where pidfds are missing (Linux before 5.3),
+/// which leaves the conversion without a limit. Only system calls (it runs
+/// in the intermediate); its signals are blocked, so `poll` is not
+/// interrupted.
+fn ended_within(pid: libc::pid_t, limit_ms: c_int) -> bool {
+    // SAFETY: pidfd_open of our own child, polled for at most `limit_ms`,
+    // then closed; `pfd` is a local.
+    unsafe {
+        let fd = libc::syscall(libc::SYS_pidfd_open, pid, 0) as c_int;
+        if fd < 0 {
+            return true;
+        }
+        let mut pfd = libc::pollfd {
+            fd,
+            events: libc::POLLIN,
+            revents: 0,
+        };
+        let r = libc::poll(&mut pfd, 1, limit_ms);
+        libc::close(fd);
+        r != 0
+    }
 }
 
 /// The converter until its execve, in the parent's memory (its standard

@@ -674,6 +674,16 @@ fn remove_snapshot(s: &Snapshot) {
 
 /// Write the encoded profile next to `report` and run `wmhcct convert`;
 /// say where the report is when `announce`, and always say what failed.
+/// The temporary file `wmhcct convert` (process `pid`) writes a report at
+/// `report` into before renaming it (`viz/src/output.rs`, `temp_beside`).
+fn converter_temp(report: &Path, pid: libc::pid_t) -> std::path::PathBuf {
+    let name = report
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "report.h5".into());
+    report.with_file_name(format!(".{name}.{pid}.tmp"))
+}
+
 fn convert(t: &Tracer, bytes: &[u8], report: &Path, announce: bool) {
     let stream = t.dest.is_stream(report);
     let prof = output::profile_path(report, stream);
@@ -713,11 +723,32 @@ fn convert(t: &Tracer, bytes: &[u8], report: &Path, announce: bool) {
         report.as_os_str(),
         std::ffi::OsStr::new("--remove-input"),
     ];
-    let status = crate::quiet_child::run(&bin, &args, "LD_PRELOAD");
+    let limit = t
+        .config
+        .convert_timeout_s
+        .map(std::time::Duration::from_secs);
+    let status = crate::quiet_child::run(&bin, &args, "LD_PRELOAD", limit);
     let success = |o: &crate::quiet_child::Finished| {
         libc::WIFEXITED(o.status) && libc::WEXITSTATUS(o.status) == 0
     };
     match status {
+        Ok(o) if o.stopped => {
+            // Its half-written report, if any (`wmhcct`'s temporary file
+            // beside the report, named with its pid), goes with it.
+            if !stream {
+                let _ = std::fs::remove_file(converter_temp(report, o.pid));
+            }
+            let secs = t.config.convert_timeout_s.unwrap_or(0).to_string();
+            crate::diag::message(&[
+                "could not convert the profile (",
+                &bin.to_string_lossy(),
+                " convert did not finish within ",
+                &secs,
+                " s and was stopped; WMHCCT_CONVERT_TIMEOUT sets the limit); \
+                 profile kept, convert it with: ",
+                &manual,
+            ]);
+        }
         Ok(o) if success(&o) && (stream || report.is_file()) => {
             if announce {
                 announce_report(t, report);

@@ -691,6 +691,96 @@ fn a_converter_that_writes_no_report_is_not_believed() {
     figure(t, lines[0]);
 }
 
+/// A converter that never finishes (a hung file system, a bug) holds up
+/// the program's exit no longer than `WMHCCT_CONVERT_TIMEOUT`: it is
+/// killed then, its half-written report (the temporary file beside the
+/// report, named with its pid) removed, and the profile kept with the
+/// command that converts it, which the real `wmhcct` then does. The exit
+/// code and output stay the program's. A bad setting names the variable.
+#[test]
+fn a_converter_that_hangs_is_stopped_at_the_time_limit() {
+    let t = "a_converter_that_hangs_is_stopped_at_the_time_limit";
+    let w = WorkDir::new("rel-convert-limit");
+    // Arguments: convert PROFILE -o REPORT --remove-input. It starts its
+    // temporary file as `wmhcct convert` would, then hangs ($$ stays its
+    // pid across exec).
+    let stuck = write_script(
+        &w.path,
+        "stuck-converter",
+        "touch \"$(dirname \"$4\")/.$(basename \"$4\").$$.tmp\"\nexec sleep 120\n",
+    );
+    let exe = compile("exitcode.c", &w.path, Opt::Debug, &[]);
+    let p = w.join("r.h5");
+    let start = std::time::Instant::now();
+    let out = run_traced_timeout(
+        &exe,
+        &[] as &[&str],
+        &w.path,
+        &p,
+        &[
+            ("WMHCCT_BIN", &stuck.to_string_lossy()),
+            ("WMHCCT_CONVERT_TIMEOUT", "2"),
+        ],
+        Duration::from_secs(60),
+    );
+    let took = start.elapsed();
+    assert_eq!(out.code, 7, "{}", out.describe());
+    assert_eq!(out.stdout, "exiting with 7\n");
+    assert!(took < Duration::from_secs(30), "{took:?}");
+    let lines: Vec<&str> = out.stderr.lines().collect();
+    assert_eq!(lines.len(), 1, "exactly one line: {}", out.stderr);
+    assert!(
+        lines[0].contains("did not finish within 2 s and was stopped")
+            && lines[0].contains("WMHCCT_CONVERT_TIMEOUT")
+            && lines[0].contains("convert it with: wmhcct convert"),
+        "{}",
+        lines[0]
+    );
+    assert_no_panic(&out.stderr, t);
+    assert!(!p.exists());
+    let left: Vec<_> = std::fs::read_dir(&w.path)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.ends_with(".tmp"))
+        .collect();
+    assert!(left.is_empty(), "half-written report left: {left:?}");
+    let prof = w.join("r.h5.wmprof");
+    assert!(prof.is_file(), "profile kept");
+    // The command the line gives, with the real binary.
+    let conv = run_cmd(
+        Command::new(bin())
+            .args(["convert", prof.to_str().unwrap(), "-o", p.to_str().unwrap()])
+            .args(["--remove-input"])
+            .current_dir(&w.path),
+        TIMEOUT,
+    );
+    assert_eq!(conv.code, 0, "{}", conv.describe());
+    let r = report_json(&p);
+    assert!(total_count(&r, "malloc") > 0, "{}", alloc_totals(&r));
+    figure(
+        t,
+        format!("exit after {:.1} s: {}", took.as_secs_f64(), lines[0]),
+    );
+
+    let bad = run_traced(
+        &exe,
+        &[] as &[&str],
+        &w.path,
+        &w.join("b.h5"),
+        &[("WMHCCT_CONVERT_TIMEOUT", "soon")],
+    );
+    assert_eq!(bad.code, 7, "{}", bad.describe());
+    assert!(
+        bad.stderr
+            .lines()
+            .any(|l| l.contains("WMHCCT_CONVERT_TIMEOUT=\"soon\"")
+                && l.contains("0 (or none) for no limit")),
+        "{}",
+        bad.stderr
+    );
+    assert!(w.join("b.h5").is_file(), "{}", bad.describe());
+}
+
 /// A full disk (a small tmpfs, filled): no space for the profile at all,
 /// then space for the profile but not for the report. Nothing truncated is
 /// left behind; when the profile fits it is kept with the command that
