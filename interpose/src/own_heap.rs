@@ -237,6 +237,23 @@ fn resize(p: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
     }
 }
 
+/// A block for `layout`, zero-filled if `zeroed`: from the handler arena
+/// while the SIGTERM or crash handler works, else from our pages, else from
+/// the emergency reserve (the program exhausted memory: do not abort it for
+/// our sake). Arena and reserve pages are fresh and never reused: already
+/// zero.
+fn give(layout: Layout, zeroed: bool) -> *mut u8 {
+    if crate::reserve::handler_on() {
+        return crate::reserve::handler_alloc(layout.size(), layout.align());
+    }
+    let p = alloc(layout.size(), layout.align(), zeroed);
+    if p.is_null() {
+        return crate::reserve::emergency_alloc(layout.size(), layout.align());
+    }
+    grew(layout.size());
+    p
+}
+
 /// The global allocator of the library: the tracer's Rust allocations, which
 /// never go through the exported `malloc`, so they are never traced and
 /// never re-enter the hooks.
@@ -249,30 +266,11 @@ pub struct OwnHeap;
 // (emergency, handler arena) are never reused.
 unsafe impl GlobalAlloc for OwnHeap {
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        if crate::reserve::handler_on() {
-            return crate::reserve::handler_alloc(layout.size(), layout.align());
-        }
-        let p = alloc(layout.size(), layout.align(), false);
-        if p.is_null() {
-            // The program exhausted memory: do not abort it for our sake.
-            return crate::reserve::emergency_alloc(layout.size(), layout.align());
-        }
-        grew(layout.size());
-        p
+        give(layout, false)
     }
 
     unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
-        if crate::reserve::handler_on() {
-            // Arena pages are fresh and never reused: already zero.
-            return crate::reserve::handler_alloc(layout.size(), layout.align());
-        }
-        let p = alloc(layout.size(), layout.align(), true);
-        if p.is_null() {
-            // Reserve pages are fresh and never reused: already zero.
-            return crate::reserve::emergency_alloc(layout.size(), layout.align());
-        }
-        grew(layout.size());
-        p
+        give(layout, true)
     }
 
     unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
