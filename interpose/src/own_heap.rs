@@ -9,8 +9,9 @@
 //! frees began to merge with free neighbours instead of the top chunk, and
 //! glibc's `_int_free` and `unlink_chunk` took 17 times their untraced share
 //! of the run (1145 against 68 perf samples). Here the program's heap holds
-//! only the program's blocks, as without the tracer: the same addresses in
-//! the same order (`tests/tests/own_heap.rs`).
+//! only the program's blocks, as without the tracer: glibc gives the program
+//! the same blocks at the same offsets, in the same order
+//! (`tests/tests/own_heap.rs`).
 //!
 //! - Blocks of up to [`MAX_SMALL`] bytes come in power-of-two classes,
 //!   carved from spans mapped for one class each and kept on that class's
@@ -38,7 +39,7 @@ use crate::lock::RawSpin;
 const MIN_SHIFT: u32 = 4;
 /// The largest class; larger blocks get a mapping each.
 const MAX_SHIFT: u32 = 15;
-pub const MAX_SMALL: usize = 1 << MAX_SHIFT;
+const MAX_SMALL: usize = 1 << MAX_SHIFT;
 const CLASSES: usize = (MAX_SHIFT - MIN_SHIFT + 1) as usize;
 /// Bytes mapped at once for a class (at least four of its blocks).
 const SPAN: usize = 64 << 10;
