@@ -123,6 +123,46 @@ pub extern "C" fn _Exit(status: c_int) -> ! {
     crate::lifecycle::immediate_exit(status)
 }
 
+/// The tracer's own heap for `libwmhcct_mpi.so`'s Rust allocations (its
+/// global allocator finds these three with `dlsym`): the job's merge at
+/// `MPI_Finalize` stays out of the program's heap, as the tracer's own
+/// allocations do (`own_heap`). `zeroed`: non-zero for zero-filled.
+///
+/// # Safety
+/// As for `GlobalAlloc::alloc`: `align` a power of two, `size` non-zero and
+/// at most `isize::MAX` rounded up to `align`.
+#[cfg_attr(not(test), no_mangle)]
+pub unsafe extern "C" fn wmhcct_heap_alloc(size: usize, align: usize, zeroed: c_int) -> *mut u8 {
+    // SAFETY: the caller's contract is GlobalAlloc's.
+    unsafe { crate::own_heap::alloc_for_side(size, align, zeroed != 0) }
+}
+
+/// Give back a block of [`wmhcct_heap_alloc`].
+///
+/// # Safety
+/// As for `GlobalAlloc::dealloc`: `ptr` from these functions with this
+/// size and alignment.
+#[cfg_attr(not(test), no_mangle)]
+pub unsafe extern "C" fn wmhcct_heap_dealloc(ptr: *mut u8, size: usize, align: usize) {
+    // SAFETY: the caller's contract is GlobalAlloc's.
+    unsafe { crate::own_heap::dealloc_for_side(ptr, size, align) }
+}
+
+/// Resize a block of [`wmhcct_heap_alloc`].
+///
+/// # Safety
+/// As for `GlobalAlloc::realloc`.
+#[cfg_attr(not(test), no_mangle)]
+pub unsafe extern "C" fn wmhcct_heap_realloc(
+    ptr: *mut u8,
+    size: usize,
+    align: usize,
+    new_size: usize,
+) -> *mut u8 {
+    // SAFETY: the caller's contract is GlobalAlloc's.
+    unsafe { crate::own_heap::realloc_for_side(ptr, size, align, new_size) }
+}
+
 from_caller!(malloc(size: usize) -> *mut c_void => malloc_at);
 extern "C" fn malloc_at(size: usize, pc: u64, sp: u64, bp: u64) -> *mut c_void {
     let p = next_alloc::malloc(size);

@@ -307,6 +307,33 @@ unsafe impl GlobalAlloc for OwnHeap {
     }
 }
 
+/// The MPI side library's allocations (`exports::wmhcct_heap_alloc`).
+///
+/// # Safety
+/// As for [`GlobalAlloc::alloc`].
+pub unsafe fn alloc_for_side(size: usize, align: usize, zeroed: bool) -> *mut u8 {
+    let Ok(layout) = Layout::from_size_align(size, align) else {
+        return std::ptr::null_mut();
+    };
+    give(layout, zeroed)
+}
+
+/// # Safety
+/// As for [`GlobalAlloc::dealloc`].
+pub unsafe fn dealloc_for_side(ptr: *mut u8, size: usize, align: usize) {
+    // SAFETY: the caller's block, of this layout (the caller's contract).
+    unsafe {
+        OwnHeap.dealloc(ptr, Layout::from_size_align_unchecked(size, align));
+    }
+}
+
+/// # Safety
+/// As for [`GlobalAlloc::realloc`].
+pub unsafe fn realloc_for_side(ptr: *mut u8, size: usize, align: usize, new: usize) -> *mut u8 {
+    // SAFETY: the caller's block, of this layout (the caller's contract).
+    unsafe { OwnHeap.realloc(ptr, Layout::from_size_align_unchecked(size, align), new) }
+}
+
 /// Take the heap's lock before `fork` (after the tracer's other locks:
 /// their holders may allocate), so the child does not inherit it held by a
 /// thread it does not have.

@@ -3,7 +3,10 @@
 //! the same offsets, in the same order, as without the tracer, even while
 //! the tracer's tables grow (tests/programs/heap_layout.c, 10^5 blocks from
 //! ~10^4 calling contexts), with the collector inline and on its thread,
-//! and with every unwind mode.
+//! and with every unwind mode; in an MPI job, the job's merge at
+//! `MPI_Finalize` too (tests/programs/mpi_finalize_heap.c).
+
+mod mpi_common;
 
 use wmhcct_e2e::*;
 
@@ -61,4 +64,76 @@ fn the_program_gets_the_blocks_it_gets_untraced() {
             assert!(contexts(&r).len() > 100, "{}", summary(&r));
         }
     }
+}
+
+/// In an MPI job the merge at `MPI_Finalize` (the MPI side library, on
+/// rank 0) allocates on the tracer's own heap too: during `MPI_Finalize`
+/// the program's allocator is asked for what the MPI library itself asks
+/// for untraced, not for the merge's ~390 MB (2 ranks of ~50 000 contexts
+/// each; `count_alloc.c`, preloaded after the tracer, counts the bytes).
+#[test]
+fn the_job_merge_stays_off_the_programs_heap() {
+    let w = WorkDir::new("own-heap-mpi");
+    let exe = mpi_common::mpi_compile("mpicc", "mpi_finalize_heap.c", &w.path, &[]);
+    let counter = w.join("count_alloc.so");
+    let cc = run_cmd(
+        command("cc", &["-O2", "-shared", "-fPIC", "-o"], &w.path)
+            .arg(&counter)
+            .arg(root().join("tests/programs/count_alloc.c")),
+        TIMEOUT,
+    );
+    assert_eq!(cc.code, 0, "{}", cc.describe());
+    let counted = |out: &Output| -> u64 {
+        out.stderr
+            .lines()
+            .find_map(|l| l.strip_prefix("MPI_Finalize allocated "))
+            .and_then(|l| l.split(' ').next())
+            .and_then(|n| n.parse().ok())
+            .unwrap_or_else(|| panic!("no count: {}", out.describe()))
+    };
+    let counter_s = counter.display().to_string();
+    // The tracer's launch with LD_PRELOAD replaced: the counter alone.
+    let plain = mpi_common::launch(
+        mpi_common::Launcher::OpenMpi,
+        2,
+        &exe,
+        &[],
+        &w.path,
+        Some(&w.join("unused.h5")),
+        &[("LD_PRELOAD", &counter_s)],
+    );
+    assert_eq!(plain.code, 0, "{}", plain.describe());
+    assert!(
+        !w.join("unused.h5").exists(),
+        "untraced: {}",
+        plain.describe()
+    );
+    let h5 = w.join("job.h5");
+    let both = format!("{} {counter_s}", lib().display());
+    let traced = mpi_common::launch(
+        mpi_common::Launcher::OpenMpi,
+        2,
+        &exe,
+        &[],
+        &w.path,
+        Some(&h5),
+        &[("LD_PRELOAD", &both)],
+    );
+    assert_eq!(traced.code, 0, "{}", traced.describe());
+    let (untraced_bytes, traced_bytes) = (counted(&plain), counted(&traced));
+    assert!(
+        traced_bytes <= untraced_bytes + (64 << 10),
+        "MPI_Finalize asked the program's allocator for {traced_bytes} bytes traced, \
+         {untraced_bytes} untraced"
+    );
+    // The merge itself happened: both ranks in one report, with their
+    // 2 × 200 000 calls (and MPI's own since MPI_Init).
+    let r = report_json(&h5);
+    assert_eq!(u64_of(&r["ranks"]), 2, "{}", summary(&r));
+    let mallocs = total_count(&r, "malloc");
+    assert!(mallocs >= 400_000, "{mallocs}: {}", alloc_totals(&r));
+    eprintln!(
+        "[own_heap] MPI_Finalize asked the program's allocator for {traced_bytes} bytes \
+         traced, {untraced_bytes} untraced"
+    );
 }
