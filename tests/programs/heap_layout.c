@@ -8,6 +8,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "four_way_walk.h"
+
 static char *first;
 static uint64_t hash = 1469598103934665603ull;
 static unsigned long blocks;
@@ -16,20 +18,6 @@ static void note(void *p) {
     uint64_t d = (uint64_t)((char *)p - first);
     hash = (hash ^ d) * 1099511628211ull;
     blocks++;
-}
-
-/* Four call sites per level: 4^depth calling contexts. */
-__attribute__((noinline)) static void *walk(int depth, unsigned path, size_t n) {
-    void *p;
-    if (depth == 0) return malloc(n);
-    switch (path & 3) {
-    case 0: p = walk(depth - 1, path >> 2, n); break;
-    case 1: p = walk(depth - 1, path >> 2, n + 16); break;
-    case 2: p = walk(depth - 1, path >> 2, n + 32); break;
-    default: p = walk(depth - 1, path >> 2, n + 48); break;
-    }
-    __asm__ volatile("" ::: "memory");
-    return p;
 }
 
 static void *keep[4096];

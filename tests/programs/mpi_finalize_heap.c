@@ -1,24 +1,14 @@
-/* Many calling contexts, then MPI_Finalize: prints on rank 0 how many bytes
- * the allocator family was asked for during MPI_Finalize, as counted by
- * count_alloc.c when it is preloaded. */
+/* Many calling contexts (~50 000 per rank), then MPI_Finalize: rank 0 tells
+ * on stderr how many bytes the allocator family was asked for during
+ * MPI_Finalize, as count_alloc.c counts them when it is preloaded, and how
+ * long MPI_Finalize took. */
 #include <dlfcn.h>
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
 
-__attribute__((noinline)) static void *walk(int depth, unsigned path, size_t n) {
-    void *p;
-    if (depth == 0) return malloc(n);
-    switch (path & 3) {
-    case 0: p = walk(depth - 1, path >> 2, n); break;
-    case 1: p = walk(depth - 1, path >> 2, n + 16); break;
-    case 2: p = walk(depth - 1, path >> 2, n + 32); break;
-    default: p = walk(depth - 1, path >> 2, n + 48); break;
-    }
-    __asm__ volatile("" ::: "memory");
-    return p;
-}
+#include "four_way_walk.h"
 
 int main(int argc, char **argv) {
     MPI_Init(&argc, &argv);
