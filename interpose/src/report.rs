@@ -672,8 +672,6 @@ fn remove_snapshot(s: &Snapshot) {
     }
 }
 
-/// Write the encoded profile next to `report` and run `wmhcct convert`;
-/// say where the report is when `announce`, and always say what failed.
 /// The temporary file `wmhcct convert` (process `pid`) writes a report at
 /// `report` into before renaming it (`viz/src/output.rs`, `temp_beside`).
 fn converter_temp(report: &Path, pid: libc::pid_t) -> std::path::PathBuf {
@@ -684,6 +682,8 @@ fn converter_temp(report: &Path, pid: libc::pid_t) -> std::path::PathBuf {
     report.with_file_name(format!(".{name}.{pid}.tmp"))
 }
 
+/// Write the encoded profile next to `report` and run `wmhcct convert`;
+/// say where the report is when `announce`, and always say what failed.
 fn convert(t: &Tracer, bytes: &[u8], report: &Path, announce: bool) {
     let stream = t.dest.is_stream(report);
     let prof = output::profile_path(report, stream);
