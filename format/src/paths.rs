@@ -12,6 +12,17 @@ pub fn spill_dir_beside(report: &Path) -> PathBuf {
     PathBuf::from(s)
 }
 
+/// The temporary file beside `report` that `wmhcct` process `pid` writes a
+/// report into before renaming it into place: `.<name>.<pid>.tmp`. The
+/// tracer removes a stopped converter's (`WMHCCT_CONVERT_TIMEOUT`).
+pub fn report_temp_beside(report: &Path, pid: u32) -> PathBuf {
+    let name = report
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "report.h5".into());
+    report.with_file_name(format!(".{name}.{pid}.tmp"))
+}
+
 /// `path` as one word of a shell command line, for the commands the tools
 /// suggest (`convert it with: wmhcct convert …`): as it is when it holds
 /// only characters no shell treats specially, else in single quotes (a
@@ -43,6 +54,14 @@ mod tests {
                 .unwrap();
             assert_eq!(String::from_utf8(out.stdout).unwrap(), name);
         }
+    }
+
+    #[test]
+    fn a_reports_temporary_file_is_hidden_beside_it() {
+        assert_eq!(
+            report_temp_beside(Path::new("/a/job.h5"), 42),
+            PathBuf::from("/a/.job.h5.42.tmp")
+        );
     }
 
     #[test]

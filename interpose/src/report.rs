@@ -672,16 +672,6 @@ fn remove_snapshot(s: &Snapshot) {
     }
 }
 
-/// The temporary file `wmhcct convert` (process `pid`) writes a report at
-/// `report` into before renaming it (`viz/src/output.rs`, `temp_beside`).
-fn converter_temp(report: &Path, pid: libc::pid_t) -> std::path::PathBuf {
-    let name = report
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_else(|| "report.h5".into());
-    report.with_file_name(format!(".{name}.{pid}.tmp"))
-}
-
 /// Write the encoded profile next to `report` and run `wmhcct convert`;
 /// say where the report is when `announce`, and always say what failed.
 fn convert(t: &Tracer, bytes: &[u8], report: &Path, announce: bool) {
@@ -736,7 +726,8 @@ fn convert(t: &Tracer, bytes: &[u8], report: &Path, announce: bool) {
             // Its half-written report, if any (`wmhcct`'s temporary file
             // beside the report, named with its pid), goes with it.
             if !stream {
-                let _ = std::fs::remove_file(converter_temp(report, o.pid));
+                let _ =
+                    std::fs::remove_file(wmhcct_format::report_temp_beside(report, o.pid as u32));
             }
             let secs = t.config.convert_timeout_s.unwrap_or(0).to_string();
             crate::diag::message(&[

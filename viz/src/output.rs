@@ -78,7 +78,7 @@ pub fn write_file(out: &Path, write: impl FnOnce(&Path) -> Result<()>) -> Result
     }
     match target(out)? {
         Target::File(p) => {
-            let tmp = temp_beside(&p);
+            let tmp = wmhcct_format::report_temp_beside(&p, std::process::id());
             let result = write(&tmp).and_then(|()| {
                 std::fs::rename(&tmp, &p).with_context(|| out.display().to_string())
             });
@@ -161,15 +161,6 @@ fn through_temp(
     write(&tmp)?;
     let mut f = File::open(&tmp).with_context(|| tmp.display().to_string())?;
     deliver(&mut f)
-}
-
-/// A sibling of `out` to write into before the rename.
-fn temp_beside(out: &Path) -> PathBuf {
-    let name = out
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_else(|| "report.h5".into());
-    out.with_file_name(format!(".{name}.{}.tmp", std::process::id()))
 }
 
 #[cfg(test)]
