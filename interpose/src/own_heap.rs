@@ -217,8 +217,9 @@ fn resize(p: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
             if old == new {
                 return p;
             }
-            // SAFETY: `p` is a whole mapping of ours of `old` bytes; the
-            // caller gives up the old address whatever the outcome.
+            // SAFETY: `p` is a whole mapping of ours of `old` bytes, which
+            // nothing else refers to: moved, it is used at its new address
+            // only; on failure it stays as it was (the caller copies).
             let q = unsafe {
                 libc::mremap(
                     p.cast(),
