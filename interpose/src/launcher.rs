@@ -60,6 +60,28 @@ pub fn launch_id(get: impl Fn(&str) -> Option<String>) -> String {
     }
 }
 
+/// The file name a task of a launch gives its profile in the spill
+/// directory: `rank-<r>.<launch>.wmprof`, the launch as [`launch_id`]
+/// names it with every character but letters, digits, `.`, `_` and `-`
+/// made a `-` (`rank-2.pmix-2106982401.wmprof`), so that a later launch
+/// with the same report path (a second `srun` task farm of the job) leaves
+/// an earlier one's files in place; `rank-<r>.wmprof` where the launcher
+/// names no launch (MPICH's Hydra).
+pub fn task_file_name(rank: u32, launch: &str) -> String {
+    if launch.is_empty() {
+        return format!("rank-{rank}.wmprof");
+    }
+    let tag: String = launch
+        .chars()
+        .take(96)
+        .map(|c| match c {
+            'a'..='z' | 'A'..='Z' | '0'..='9' | '.' | '_' | '-' => c,
+            _ => '-',
+        })
+        .collect();
+    format!("rank-{rank}.{tag}.wmprof")
+}
+
 /// The executables of MPI launchers and their daemons (Open MPI 4 and 5,
 /// MPICH's Hydra, Slurm), by file name: never traced, so that `wmhcct run
 /// -- mpirun …` or an MPI singleton (which starts Open MPI's `orted`)
@@ -230,6 +252,28 @@ mod tests {
         assert_eq!(launch_id(env(&[("SLURM_JOB_ID", "77")])), "");
         assert_eq!(launch_id(env(&[("PMI_RANK", "1"), ("PMI_SIZE", "2")])), "");
         assert_eq!(launch_id(env(&[("PMIX_NAMESPACE", "")])), "");
+    }
+
+    #[test]
+    fn task_file_names_carry_the_launch() {
+        assert_eq!(
+            task_file_name(2, "pmix:2106982401"),
+            "rank-2.pmix-2106982401.wmprof"
+        );
+        assert_eq!(task_file_name(0, "slurm:77.2"), "rank-0.slurm-77.2.wmprof");
+        // A PMIx namespace of Open MPI 5 (`prterun-<host>-<pid>@1`), and
+        // one with a path separator: one file name, in the directory.
+        assert_eq!(
+            task_file_name(1, "pmix:prterun-n1-4711@1"),
+            "rank-1.pmix-prterun-n1-4711-1.wmprof"
+        );
+        assert_eq!(
+            task_file_name(1, "pmix:a/../b"),
+            "rank-1.pmix-a-..-b.wmprof"
+        );
+        assert_eq!(task_file_name(3, ""), "rank-3.wmprof");
+        let long = format!("pmix:{}", "x".repeat(500));
+        assert!(task_file_name(0, &long).len() < 120);
     }
 
     #[test]

@@ -347,7 +347,7 @@ fn write_here(g: &Guard, t: &Tracer, reason: &str) {
                 return;
             }
         };
-        if let Some((dir, report)) = spill_as(t, &bytes, &format!("rank-{rank}.wmprof")) {
+        if let Some((dir, report)) = spill_as(t, &bytes, &task_file_name(rank)) {
             if rank == 0 {
                 crate::diag::message(&[
                     &format!("the {size} processes of this launch did not use MPI: "),
@@ -495,8 +495,9 @@ fn shared_report(t: &Tracer) -> bool {
 }
 
 /// Write this process's encoded profile into the job's spill directory as
-/// `rank-<r>.wmprof` (the launcher's rank before or without MPI;
-/// `pid-<pid>.wmprof` outside a launch).
+/// `rank-<r>.wmprof` (an MPI job's rank), `rank-<r>.<launch>.wmprof` (the
+/// launcher's rank and launch, before or without MPI), or
+/// `pid-<pid>.wmprof` outside a launch.
 pub fn spill_bytes(t: &Tracer, bytes: &[u8]) {
     let name = spill_name(t);
     if let Some((dir, report)) = spill_as(t, bytes, &name) {
@@ -513,13 +514,22 @@ pub fn spill_bytes(t: &Tracer, bytes: &[u8]) {
 
 /// This process's file name in the spill directory.
 fn spill_name(t: &Tracer) -> String {
-    let rank = tracer::job(t)
-        .map(|j| j.rank)
-        .or(launch_task(t).map(|(r, _)| r));
-    match rank {
-        Some(r) => format!("rank-{r}.wmprof"),
+    if let Some(job) = tracer::job(t) {
+        // The MPI job's own spill directory (rank 0 chose a free report
+        // name at MPI_Init).
+        return format!("rank-{}.wmprof", job.rank);
+    }
+    match launch_task(t) {
+        Some((r, _)) => task_file_name(r),
         None => format!("pid-{}.wmprof", std::process::id()),
     }
+}
+
+/// The file name of task `rank` of this process's launch in the spill
+/// directory (`launcher::task_file_name`).
+fn task_file_name(rank: u32) -> String {
+    let launch = crate::launcher::launch_id(|v| std::env::var(v).ok());
+    crate::launcher::task_file_name(rank, &launch)
 }
 
 /// Write `bytes` into the job's spill directory as `name`, the process's

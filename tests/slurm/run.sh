@@ -369,7 +369,9 @@ fi
 
 # 5. A program that does not use MPI: one process in the batch step itself
 # writes its own report; two tasks of `srun` (a task farm) share the job's
-# report name, so each leaves rank-<r>.wmprof for `wmhcct merge`.
+# report name, so each leaves rank-<r>.<launch>.wmprof for `wmhcct merge`.
+# A second task farm of the job (the next srun step) leaves its own files
+# beside the first's (it used to replace them).
 cc -O1 -g -o pattern "$ROOT/tests/programs/pattern.c" 2>"$WORK/log/cc.log" ||
     abort "cc pattern.c: $(log_tail cc.log)"
 cat >farm.sbatch <<EOF
@@ -377,6 +379,7 @@ cat >farm.sbatch <<EOF
 #SBATCH --ntasks=2
 #SBATCH --output=wmhcct-%j.out
 LD_PRELOAD="$LIB" WMHCCT_OUT="\$PWD/single-\$SLURM_JOB_ID.h5" "$PWD/pattern"
+srun -n 2 --export=ALL,LD_PRELOAD="$LIB" "$PWD/pattern"
 srun -n 2 --export=ALL,LD_PRELOAD="$LIB" "$PWD/pattern"
 EOF
 # farm_totals REPORT RANKS MALLOCS: the report's rank count and malloc total.
@@ -400,17 +403,28 @@ if run_job farm; then
         fail "farm: single-$JOB_ID.h5: $errors $(out_tail)"
     fi
     spill="wmhcct-$JOB_ID.h5.spill"
-    if [ -f "$spill/rank-0.wmprof" ] && [ -f "$spill/rank-1.wmprof" ] && [ ! -e "wmhcct-$JOB_ID.h5" ] &&
-        grep -q "the 2 processes of this launch did not use MPI" "wmhcct-$JOB_ID.out"; then
-        pass "farm: srun's two tasks left rank-0 and rank-1 profiles, rank 0 said so"
+    rank0=$(cd "$spill" 2>/dev/null && ls rank-0.*.wmprof 2>/dev/null | wc -l)
+    rank1=$(cd "$spill" 2>/dev/null && ls rank-1.*.wmprof 2>/dev/null | wc -l)
+    lines=$(grep -c "the 2 processes of this launch did not use MPI" "wmhcct-$JOB_ID.out")
+    if [ "$rank0" = 2 ] && [ "$rank1" = 2 ] && [ ! -e "wmhcct-$JOB_ID.h5" ] && [ "$lines" = 2 ]; then
+        pass "farm: both srun steps' two tasks left their rank-0 and rank-1 profiles, rank 0 of each said so"
     else
-        fail "farm: spill files or rank 0's line missing: $(ls "$spill" 2>&1 | tr '\n' ' ') $(out_tail)"
+        fail "farm: spill files or rank 0's lines missing: $(ls "$spill" 2>&1 | tr '\n' ' ') $(out_tail)"
     fi
-    if "$BIN" merge "$spill" -o "farm-$JOB_ID.h5" >/dev/null 2>"$WORK/log/farm.merge" &&
+    # The directory merges as its newest launch, the second step; with
+    # --remove-input what is left is the first step's, merged in turn.
+    if "$BIN" merge "$spill" -o "farm-$JOB_ID.h5" --remove-input >/dev/null 2>"$WORK/log/farm.merge" &&
+        grep -q "leaving out 2 profile(s) of an earlier launch" "$WORK/log/farm.merge" &&
         errors=$(farm_totals "farm-$JOB_ID.h5" 2 2200 2>&1); then
-        pass "farm: the merge is exact for both tasks"
+        pass "farm: the merge of the second step is exact for both tasks"
     else
         fail "farm: merge: $(log_tail farm.merge) $errors"
+    fi
+    if "$BIN" merge "$spill" -o "farm-$JOB_ID-1.h5" >/dev/null 2>"$WORK/log/farm.merge1" &&
+        errors=$(farm_totals "farm-$JOB_ID-1.h5" 2 2200 2>&1); then
+        pass "farm: the first step's profiles are all there, and merge exactly"
+    else
+        fail "farm: merge of the first step: $(log_tail farm.merge1) $errors"
     fi
 fi
 finish

@@ -34,15 +34,20 @@ fn task_farm(launcher: Launcher, name: &str) {
     );
     assert!(!h5.exists(), "no process wrote the shared report");
     let spill = dir.join("farm.h5.spill");
-    let names: Vec<String> = files_named(&spill, "", "")
-        .iter()
-        .map(|p| p.file_name().unwrap().to_string_lossy().into_owned())
+    let names = names_in(&spill);
+    // Open MPI names its launch (PMIx's namespace), which each file
+    // carries; Hydra names none.
+    let tag = match launcher {
+        Launcher::OpenMpi => launch_tag(&names[0]),
+        _ => String::new(),
+    };
+    let expected: Vec<String> = (0..PROCESSES)
+        .map(|r| format!("rank-{r}{tag}.wmprof"))
         .collect();
-    assert_eq!(
-        names,
-        ["rank-0.wmprof", "rank-1.wmprof", "rank-2.wmprof"],
-        "{}",
-        traced.describe()
+    assert_eq!(names, expected, "{}", traced.describe());
+    assert!(
+        !matches!(launcher, Launcher::OpenMpi) || tag.starts_with(".pmix-"),
+        "{names:?}"
     );
     merge(&spill, &h5, &dir);
     let r = report_json(&h5);
@@ -77,36 +82,95 @@ fn mpich_hydra_of_a_serial_program() {
     task_farm(Launcher::Mpich, "hydra");
 }
 
+/// The file names of directory `dir`, sorted.
+fn names_in(dir: &std::path::Path) -> Vec<String> {
+    files_named(dir, "", "")
+        .iter()
+        .map(|p| p.file_name().unwrap().to_string_lossy().into_owned())
+        .collect()
+}
+
+/// The launch part of a task's file name (`rank-0.pmix-1234.wmprof` →
+/// `.pmix-1234`).
+fn launch_tag(name: &str) -> String {
+    let rest = name
+        .strip_prefix("rank-0")
+        .and_then(|r| r.strip_suffix(".wmprof"))
+        .unwrap_or_else(|| panic!("not rank 0's file: {name}"));
+    rest.to_string()
+}
+
 /// A spill directory outlives its launch: a later launch with the same
-/// report path (the same batch script run again, a second `srun` step of
-/// the job) overwrites only the `rank-<r>.wmprof` files it writes itself.
-/// Here three tasks, then two: `wmhcct merge` of the directory is the
-/// second launch alone (its two ranks, exact totals), says in one line
-/// which file of the first it left out, and `--remove-input` leaves that
-/// one where it is. (It used to merge the first launch's rank 2 into the
-/// second: 3 ranks and a third more calls than the program made.)
+/// report path (the same batch script run again, a second `srun` task farm
+/// of the job) leaves an earlier one's files in place, since each task's
+/// file carries its launch's name (it used to replace them rank by rank,
+/// losing the earlier launch's). Here three tasks, then two: all five
+/// files stay; `wmhcct merge` of the directory is the second launch alone
+/// (its two ranks, exact totals) and says in one line which files of the
+/// first it left out; those, named, merge into the first launch's report,
+/// exact too; `--remove-input` removes only what was merged. (Before files
+/// were kept apart by launch, the merge took the first launch's rank 2
+/// into the second: 3 ranks and a third more calls than the program made.)
 #[test]
-fn a_later_launch_merges_without_an_earlier_ones_leftovers() {
+fn a_later_launch_leaves_an_earlier_ones_profiles_in_place() {
     let work = WorkDir::new("farm-again");
     let dir = work.path.clone();
     // tests/programs/pattern.c: malloc 1100, calloc 10, free 1100, no stdio.
     let exe = compile("pattern.c", &dir, Opt::Debug, &[]);
     let h5 = dir.join("farm.h5");
+    let spill = dir.join("farm.h5.spill");
+    let mut tags = Vec::new();
     for np in [3, 2] {
         let traced = launch(Launcher::OpenMpi, np, &exe, &[], &dir, Some(&h5), &[]);
         assert_eq!(traced.code, 0, "{}", traced.describe());
+        let line = tracer_lines(&traced.stderr).join("\n");
+        let tag = names_in(&spill)
+            .iter()
+            .filter(|n| n.starts_with("rank-0."))
+            .map(|n| launch_tag(n))
+            .find(|t| !tags.contains(t))
+            .unwrap_or_else(|| panic!("no new launch: {:?}", names_in(&spill)));
+        assert!(line.contains("wmhcct merge"), "{line}");
+        tags.push(tag);
     }
-    let spill = dir.join("farm.h5.spill");
-    merge_leaving_out(&spill, &h5, &dir, &["--remove-input"], "rank-2.wmprof", 2);
+    let (first, second) = (&tags[0], &tags[1]);
+    let mut all: Vec<String> = (0..3)
+        .map(|r| format!("rank-{r}{first}.wmprof"))
+        .chain((0..2).map(|r| format!("rank-{r}{second}.wmprof")))
+        .collect();
+    all.sort();
+    assert_eq!(names_in(&spill), all, "every task's file of both launches");
+
+    let (s, o) = (spill.to_str().unwrap(), h5.to_str().unwrap());
+    let out = run_cmd(
+        &mut command(bin(), &["merge", s, "-o", o, "--remove-input"], &dir),
+        TIMEOUT,
+    );
+    assert_eq!(out.code, 0, "{}", out.describe());
+    let firsts = format!("rank-0{first}.wmprof, rank-1{first}.wmprof, rank-2{first}.wmprof");
+    assert_eq!(
+        out.stderr,
+        format!(
+            "wmhcct: warning: {s}: leaving out 3 profile(s) of an earlier launch than its newest ({firsts}); name them to merge them\n\
+             wmhcct: merged 2 profile(s) of 2 rank(s) into {o}\n"
+        )
+    );
     let r = report_json(&h5);
     assert_eq!(r["ranks"], 2);
     assert_eq!(total_count(&r, "malloc"), 2 * 1100, "{}", alloc_totals(&r));
     assert_eq!(total_count(&r, "calloc"), 2 * 10, "{}", alloc_totals(&r));
-    let left: Vec<_> = files_named(&spill, "", "")
-        .iter()
-        .map(|p| p.file_name().unwrap().to_string_lossy().into_owned())
-        .collect();
-    assert_eq!(left, ["rank-2.wmprof"], "only what was merged is removed");
+    let left: Vec<String> = (0..3).map(|r| format!("rank-{r}{first}.wmprof")).collect();
+    assert_eq!(names_in(&spill), left, "only what was merged is removed");
+
+    let earlier = dir.join("earlier.h5");
+    let mut c = command(bin(), &["merge", "-o", earlier.to_str().unwrap()], &dir);
+    c.args(left.iter().map(|n| spill.join(n)));
+    let out = run_cmd(&mut c, TIMEOUT);
+    assert_eq!(out.code, 0, "{}", out.describe());
+    let r = report_json(&earlier);
+    assert_eq!(r["ranks"], 3);
+    assert_eq!(total_count(&r, "malloc"), 3 * 1100, "{}", alloc_totals(&r));
+    assert_eq!(total_count(&r, "free"), 3 * 1100, "{}", alloc_totals(&r));
 }
 
 /// A wrapper script as the launched program (`mpirun -np 4 ./wrap.sh`,
