@@ -60,13 +60,57 @@ pub fn launch_id(get: impl Fn(&str) -> Option<String>) -> String {
     }
 }
 
+/// [`launch_id`] for a task of a launch, from its environment and, where
+/// that names no launch, from MPICH's Hydra: every task's parent is a
+/// `hydra_pmi_proxy` (one per node) started with `--control-port
+/// <host>:<port>`, the port `mpiexec` listens on for this launch, the same
+/// on every node (`hydra:<host>:<port>`).
+pub fn task_launch_id() -> String {
+    let named = launch_id(|v| std::env::var(v).ok());
+    if !named.is_empty() {
+        return named;
+    }
+    // SAFETY: getppid has no preconditions.
+    let parent = unsafe { libc::getppid() };
+    std::fs::read(format!("/proc/{parent}/cmdline"))
+        .ok()
+        .and_then(|c| hydra_control_port(&c))
+        .map(|port| format!("hydra:{port}"))
+        .unwrap_or_default()
+}
+
+/// The `--control-port` of a `hydra_pmi_proxy` command line (NUL-separated
+/// arguments, as in `/proc/<pid>/cmdline`); `None` for any other program.
+fn hydra_control_port(cmdline: &[u8]) -> Option<String> {
+    let mut args = cmdline
+        .split(|&b| b == 0)
+        .map(|a| String::from_utf8_lossy(a).into_owned());
+    let program = args.next()?;
+    if !program
+        .rsplit('/')
+        .next()
+        .is_some_and(|n| n == "hydra_pmi_proxy")
+    {
+        return None;
+    }
+    while let Some(a) = args.next() {
+        if a == "--control-port" {
+            return args.next().filter(|v| !v.is_empty());
+        }
+        if let Some(v) = a.strip_prefix("--control-port=") {
+            return Some(v.to_string()).filter(|v| !v.is_empty());
+        }
+    }
+    None
+}
+
 /// The file name a task of a launch gives its profile in the spill
-/// directory: `rank-<r>.<launch>.wmprof`, the launch as [`launch_id`]
+/// directory: `rank-<r>.<launch>.wmprof`, the launch as [`task_launch_id`]
 /// names it with every character but letters, digits, `.`, `_` and `-`
 /// made a `-` (`rank-2.pmix-2106982401.wmprof`), so that a later launch
 /// with the same report path (a second `srun` task farm of the job) leaves
 /// an earlier one's files in place; `rank-<r>.wmprof` where the launcher
-/// names no launch (MPICH's Hydra).
+/// names no launch.
 pub fn task_file_name(rank: u32, launch: &str) -> String {
     if launch.is_empty() {
         return format!("rank-{rank}.wmprof");
@@ -252,6 +296,32 @@ mod tests {
         assert_eq!(launch_id(env(&[("SLURM_JOB_ID", "77")])), "");
         assert_eq!(launch_id(env(&[("PMI_RANK", "1"), ("PMI_SIZE", "2")])), "");
         assert_eq!(launch_id(env(&[("PMIX_NAMESPACE", "")])), "");
+    }
+
+    #[test]
+    fn hydra_names_its_launch_by_the_control_port() {
+        let proxy = b"/usr/bin/hydra_pmi_proxy\0--control-port\0vm:43505\0--rmk\0user\0--pgid\00\0--proxy-id\00\0";
+        assert_eq!(hydra_control_port(proxy).as_deref(), Some("vm:43505"));
+        let eq = b"hydra_pmi_proxy\0--control-port=n1:77\0";
+        assert_eq!(hydra_control_port(eq).as_deref(), Some("n1:77"));
+        // Another parent (a shell), or a proxy without the option.
+        assert_eq!(
+            hydra_control_port(b"/bin/bash\0--control-port\0x:1\0"),
+            None
+        );
+        assert_eq!(
+            hydra_control_port(b"/usr/bin/hydra_pmi_proxy\0--rmk\0user\0"),
+            None
+        );
+        assert_eq!(
+            hydra_control_port(b"hydra_pmi_proxy\0--control-port\0"),
+            None
+        );
+        assert_eq!(hydra_control_port(b""), None);
+        assert_eq!(
+            task_file_name(1, "hydra:vm:43505"),
+            "rank-1.hydra-vm-43505.wmprof"
+        );
     }
 
     #[test]

@@ -118,7 +118,7 @@ pub fn build(t: &Tracer, core: &Core, reason: &str) -> Profile {
             tracer_version: env!("CARGO_PKG_VERSION").to_string(),
             launch: match (job, rank_and_size) {
                 (Some(job), _) => job.launch,
-                (None, Some(_)) => crate::launcher::launch_id(|v| std::env::var(v).ok()),
+                (None, Some(_)) => crate::launcher::task_launch_id(),
                 (None, None) => String::new(),
             },
         },
@@ -218,11 +218,12 @@ fn job_report_path_in(t: &Tracer, slurm: impl Fn(&str) -> PathBuf) -> PathBuf {
 }
 
 /// This rank's name for its MPI job's launch, of which rank 0's is the
-/// job's: its launcher's (`launcher::launch_id`, as a task of the launch
-/// would name it before `MPI_Init`), else, where the launcher names none
-/// (MPICH's Hydra), rank 0's host, pid and start time.
+/// job's: its launcher's (`launcher::task_launch_id`, as a task of the
+/// launch names it before `MPI_Init`), else, where the launcher names none
+/// (a rank started by a wrapper under Hydra's proxy), rank 0's host, pid
+/// and start time.
 pub fn mpi_launch(t: &Tracer) -> String {
-    let named = crate::launcher::launch_id(|v| std::env::var(v).ok());
+    let named = crate::launcher::task_launch_id();
     if !named.is_empty() {
         return named;
     }
@@ -528,8 +529,7 @@ fn spill_name(t: &Tracer) -> String {
 /// The file name of task `rank` of this process's launch in the spill
 /// directory (`launcher::task_file_name`).
 fn task_file_name(rank: u32) -> String {
-    let launch = crate::launcher::launch_id(|v| std::env::var(v).ok());
-    crate::launcher::task_file_name(rank, &launch)
+    crate::launcher::task_file_name(rank, &crate::launcher::task_launch_id())
 }
 
 /// Write `bytes` into the job's spill directory as `name`, the process's

@@ -35,20 +35,18 @@ fn task_farm(launcher: Launcher, name: &str) {
     assert!(!h5.exists(), "no process wrote the shared report");
     let spill = dir.join("farm.h5.spill");
     let names = names_in(&spill);
-    // Open MPI names its launch (PMIx's namespace), which each file
-    // carries; Hydra names none.
-    let tag = match launcher {
-        Launcher::OpenMpi => launch_tag(&names[0]),
-        _ => String::new(),
-    };
+    // Each file carries the launch: Open MPI's PMIx namespace, Hydra's
+    // control port (its proxies' `--control-port`).
+    let tag = launch_tag(&names[0]);
     let expected: Vec<String> = (0..PROCESSES)
         .map(|r| format!("rank-{r}{tag}.wmprof"))
         .collect();
     assert_eq!(names, expected, "{}", traced.describe());
-    assert!(
-        !matches!(launcher, Launcher::OpenMpi) || tag.starts_with(".pmix-"),
-        "{names:?}"
-    );
+    let named = match launcher {
+        Launcher::OpenMpi => ".pmix-",
+        _ => ".hydra-",
+    };
+    assert!(tag.starts_with(named), "{names:?}");
     merge(&spill, &h5, &dir);
     let r = report_json(&h5);
     assert_eq!(r["ranks"], PROCESSES);
@@ -113,7 +111,18 @@ fn launch_tag(name: &str) -> String {
 /// into the second: 3 ranks and a third more calls than the program made.)
 #[test]
 fn a_later_launch_leaves_an_earlier_ones_profiles_in_place() {
-    let work = WorkDir::new("farm-again");
+    later_launch(Launcher::OpenMpi, "ompi");
+}
+
+/// The same under MPICH's Hydra, whose launches are told apart by the
+/// port its `mpiexec` listens on.
+#[test]
+fn a_later_hydra_launch_leaves_an_earlier_ones_profiles_in_place() {
+    later_launch(Launcher::Mpich, "hydra");
+}
+
+fn later_launch(launcher: Launcher, name: &str) {
+    let work = WorkDir::new(&format!("farm-again-{name}"));
     let dir = work.path.clone();
     // tests/programs/pattern.c: malloc 1100, calloc 10, free 1100, no stdio.
     let exe = compile("pattern.c", &dir, Opt::Debug, &[]);
@@ -121,7 +130,7 @@ fn a_later_launch_leaves_an_earlier_ones_profiles_in_place() {
     let spill = dir.join("farm.h5.spill");
     let mut tags = Vec::new();
     for np in [3, 2] {
-        let traced = launch(Launcher::OpenMpi, np, &exe, &[], &dir, Some(&h5), &[]);
+        let traced = launch(launcher, np, &exe, &[], &dir, Some(&h5), &[]);
         assert_eq!(traced.code, 0, "{}", traced.describe());
         let line = tracer_lines(&traced.stderr).join("\n");
         let tag = names_in(&spill)

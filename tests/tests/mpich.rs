@@ -187,10 +187,9 @@ fn other_familys_library_next_to_the_tracer_is_not_loaded() {
     check_pattern(&report_json(&merged), "malloc", 64, 256);
 }
 
-/// MPICH's Hydra gives its ranks no name for their launch, so after
-/// `MPI_Init` they take rank 0's (host, pid and start time, broadcast with
-/// the report path), and `wmhcct merge` tells two launches of the same
-/// size apart. Two 2-rank runs whose rank 1 is killed by SIGKILL and
+/// MPICH's Hydra sets no variable that names the launch; its ranks name
+/// it by the port `mpiexec` listens on (their proxy's `--control-port`),
+/// and `wmhcct merge` tells two launches of the same size apart. Two 2-rank runs whose rank 1 is killed by SIGKILL and
 /// leaves its last snapshot (rank 0 is killed by Hydra, leaving nothing);
 /// the first run's snapshot is put back beside the second's as
 /// `rank-9.wmprof`, as a rank of an earlier run whose file this run did not
