@@ -86,11 +86,7 @@ fn hydra_control_port(cmdline: &[u8]) -> Option<String> {
         .split(|&b| b == 0)
         .map(|a| String::from_utf8_lossy(a).into_owned());
     let program = args.next()?;
-    if !program
-        .rsplit('/')
-        .next()
-        .is_some_and(|n| n == "hydra_pmi_proxy")
-    {
+    if program.rsplit('/').next() != Some("hydra_pmi_proxy") {
         return None;
     }
     while let Some(a) = args.next() {
@@ -300,7 +296,7 @@ mod tests {
 
     #[test]
     fn hydra_names_its_launch_by_the_control_port() {
-        let proxy = b"/usr/bin/hydra_pmi_proxy\0--control-port\0vm:43505\0--rmk\0user\0--pgid\00\0--proxy-id\00\0";
+        let proxy = b"/usr/bin/hydra_pmi_proxy\0--control-port\0vm:43505\0--rmk\0user\0--pgid\x000\x00--proxy-id\x000\x00";
         assert_eq!(hydra_control_port(proxy).as_deref(), Some("vm:43505"));
         let eq = b"hydra_pmi_proxy\0--control-port=n1:77\0";
         assert_eq!(hydra_control_port(eq).as_deref(), Some("n1:77"));
