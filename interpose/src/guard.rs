@@ -1,12 +1,15 @@
 //! The reentrancy guard: while a thread is inside the tracer, allocator calls
 //! it makes through libc go straight to the program's allocator, untraced
-//! (its own Rust allocations go to its own heap: `own_heap::OwnHeap`).
+//! (its own Rust allocations go to its own heap: `own_heap::OwnHeap`; a
+//! sealed call's to a static arena: `sealed.rs`).
 //!
 //! A thread is inside in one of two ways. Recording a program's event
 //! ([`Guard::acquire_event`]) runs only the tracer's own code, whose
 //! allocations never reach the exported functions; the few calls into
 //! libraries that may allocate through them (the loader, pthread keys,
-//! start-up) run [`hidden`]. So an allocator call that arrives
+//! start-up) run [`hidden`] (one whose blocks are all freed before it
+//! returns, `pthread_getattr_np`, is a sealed call too: `sealed.rs`). So an
+//! allocator call that arrives
 //! while a thread is recording an event comes from a signal handler that
 //! interrupted it: it is the program's, and is queued (`deferred.rs`) and
 //! recorded when the thread leaves. Any other tracer work

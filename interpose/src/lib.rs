@@ -41,6 +41,7 @@ mod real;
 mod report;
 mod reserve;
 mod resident;
+mod sealed;
 mod signals;
 mod stack_memory;
 mod thread;

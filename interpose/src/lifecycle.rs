@@ -36,6 +36,7 @@ extern "C" fn after_fork_parent() {
 
 extern "C" fn after_fork_child() {
     crate::own_heap::unlock_after_fork();
+    crate::sealed::after_fork_child();
     OWNER.store(raw_pid(), Ordering::Release);
     if let Some(t) = tracer::running() {
         t.core.raw_unlock();

@@ -43,6 +43,7 @@ use crate::real::{
     __libc_calloc, __libc_free, __libc_malloc, __libc_memalign, __libc_pvalloc, __libc_realloc,
     __libc_valloc,
 };
+use crate::sealed;
 
 type MallocFn = unsafe extern "C" fn(usize) -> *mut c_void;
 type CallocFn = unsafe extern "C" fn(usize, usize) -> *mut c_void;
@@ -144,6 +145,11 @@ fn undecided<R>(f: F, call: impl FnOnce(usize) -> R, boot: impl FnOnce() -> R) -
 /// Next `malloc`.
 #[inline(always)]
 pub fn malloc(size: usize) -> *mut c_void {
+    if sealed::active() {
+        if let Some(p) = sealed::serve(size) {
+            return p;
+        }
+    }
     forward(
         F::Malloc,
         // SAFETY: the slot holds a `malloc`; it has no preconditions.
@@ -155,6 +161,11 @@ pub fn malloc(size: usize) -> *mut c_void {
 /// Next `calloc`.
 #[inline(always)]
 pub fn calloc(n: usize, size: usize) -> *mut c_void {
+    if sealed::active() {
+        if let Some(p) = n.checked_mul(size).and_then(sealed::serve) {
+            return p;
+        }
+    }
     forward(
         F::Calloc,
         // SAFETY: the slot holds a `calloc`; it checks the overflow itself.
@@ -176,6 +187,15 @@ pub unsafe fn realloc(p: *mut c_void, size: usize) -> *mut c_void {
     if BOOT.contains(p) {
         // SAFETY: `p` is a live arena block.
         return unsafe { realloc_out_of_arena(p, size) };
+    }
+    if sealed::contains(p) {
+        // SAFETY: `p` is a live block of the sealed calls' arena.
+        return unsafe { sealed::realloc(p, size, malloc) };
+    }
+    if p.is_null() && sealed::active() {
+        if let Some(q) = sealed::serve(size) {
+            return q;
+        }
     }
     forward(
         F::Realloc,
@@ -200,6 +220,10 @@ pub unsafe fn realloc(p: *mut c_void, size: usize) -> *mut c_void {
 #[inline(always)]
 pub unsafe fn free(p: *mut c_void) {
     if BOOT.contains(p) {
+        return;
+    }
+    if sealed::contains(p) {
+        sealed::free(p);
         return;
     }
     forward(
@@ -302,6 +326,13 @@ pub fn pvalloc(size: usize) -> *mut c_void {
 /// As for C `reallocarray`: `p` is NULL or a live block.
 #[inline(always)]
 pub unsafe fn reallocarray(p: *mut c_void, n: usize, size: usize) -> *mut c_void {
+    if sealed::contains(p) {
+        return match n.checked_mul(size) {
+            // SAFETY: `p` is a live block of the sealed calls' arena.
+            Some(total) => unsafe { sealed::realloc(p, total, malloc) },
+            None => enomem(),
+        };
+    }
     if BOOT.contains(p) {
         return match n.checked_mul(size) {
             // SAFETY: `p` is a live arena block.
@@ -331,6 +362,10 @@ pub unsafe fn malloc_usable_size(p: *mut c_void) -> usize {
     if BOOT.contains(p) {
         // SAFETY: `p` is a live arena block.
         return unsafe { BOOT.size_of(p) };
+    }
+    if sealed::contains(p) {
+        // SAFETY: `p` is a live block of the sealed calls' arena.
+        return unsafe { sealed::size_of(p) };
     }
     forward(
         F::UsableSize,

@@ -77,26 +77,30 @@ impl OwnStack {
             };
             return OwnStack { lo, hi };
         }
-        // SAFETY: pthread_getattr_np fills an attr we destroy afterwards; for
-        // a thread other than the main one it reads no file and does not
-        // allocate.
-        unsafe {
-            let mut attr: libc::pthread_attr_t = std::mem::zeroed();
-            if libc::pthread_getattr_np(libc::pthread_self(), &mut attr) != 0 {
-                return OwnStack::default();
+        // For a thread other than the main one pthread_getattr_np reads no
+        // file, but it allocates the thread's CPU set and the attribute's
+        // extension, which pthread_attr_destroy frees: a sealed call, so
+        // those blocks stay out of the program's arena.
+        crate::sealed::call(|| {
+            // SAFETY: pthread_getattr_np fills an attr we destroy afterwards.
+            unsafe {
+                let mut attr: libc::pthread_attr_t = std::mem::zeroed();
+                if libc::pthread_getattr_np(libc::pthread_self(), &mut attr) != 0 {
+                    return OwnStack::default();
+                }
+                let mut addr: *mut libc::c_void = std::ptr::null_mut();
+                let mut size: usize = 0;
+                let rc = libc::pthread_attr_getstack(&attr, &mut addr, &mut size);
+                libc::pthread_attr_destroy(&mut attr);
+                if rc != 0 {
+                    return OwnStack::default();
+                }
+                OwnStack {
+                    lo: addr as u64,
+                    hi: addr as u64 + size as u64,
+                }
             }
-            let mut addr: *mut libc::c_void = std::ptr::null_mut();
-            let mut size: usize = 0;
-            let rc = libc::pthread_attr_getstack(&attr, &mut addr, &mut size);
-            libc::pthread_attr_destroy(&mut attr);
-            if rc != 0 {
-                return OwnStack::default();
-            }
-            OwnStack {
-                lo: addr as u64,
-                hi: addr as u64 + size as u64,
-            }
-        }
+        })
     }
 
     /// Whether a stack pointer lies on this stack.

@@ -3,10 +3,13 @@
  * from many calling contexts (the tracer's tables grow while this runs),
  * with frees and reallocs in between. Without the tracer and with it the
  * line printed must be the same: the tracer keeps its own allocations out
- * of the program's heap. */
+ * of the program's heap. With a second argument `thread` the work runs in a
+ * new thread, in its own arena, which the tracer meets at its first event. */
+#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "four_way_walk.h"
 
@@ -22,8 +25,10 @@ static void note(void *p) {
 
 static void *keep[4096];
 
-int main(int argc, char **argv) {
-    long events = argc > 1 ? atol(argv[1]) : 200000;
+static long events = 200000;
+
+static void *work(void *arg) {
+    (void)arg;
     unsigned r = 12345;
     first = malloc(24);
     note(first);
@@ -42,6 +47,20 @@ int main(int argc, char **argv) {
     }
     for (unsigned i = 0; i < 4096; i++) free(keep[i]);
     free(first);
+    return NULL;
+}
+
+int main(int argc, char **argv) {
+    if (argc > 1) events = atol(argv[1]);
+    if (argc > 2 && strcmp(argv[2], "thread") == 0) {
+        pthread_t t;
+        if (pthread_create(&t, NULL, work, NULL) != 0 || pthread_join(t, NULL) != 0) {
+            fprintf(stderr, "heap_layout: no thread\n");
+            return 1;
+        }
+    } else {
+        work(NULL);
+    }
     printf("%lu blocks, layout %016llx\n", blocks, (unsigned long long)hash);
     return 0;
 }

@@ -1,0 +1,252 @@
+//! Sealed calls: a C library call the tracer makes on the program's thread
+//! whose allocations all end before it returns (`pthread_getattr_np` with
+//! its `pthread_attr_destroy`: the thread's CPU set and the attribute's
+//! extension). Those allocations reach the exported functions; outside a
+//! sealed call they would go to the program's allocator and leave their
+//! freed blocks in the program's arena and thread cache, where the
+//! program's next blocks of that size would be taken from them instead of
+//! where they come from untraced. In a sealed call `malloc`, `calloc` and
+//! `realloc` of the calling thread are served from a small static arena
+//! instead (`next_alloc.rs` asks [`serve`] first while any thread is in
+//! one), and `free`, `realloc` and `malloc_usable_size` know its blocks by
+//! their address, whichever thread passes them.
+//!
+//! The arena is a bump allocator with a count of live blocks, both in one
+//! atomic word: the bump pointer goes back to the start when the last live
+//! block is freed, so the arena never fills up over a run however many
+//! threads start; a call that finds it full is served by the program's
+//! allocator as before. No lock: a fork or a signal at any point leaves
+//! nothing held.
+
+use std::cell::{Cell, UnsafeCell};
+use std::ffi::c_void;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+
+/// Bytes of the arena (`.bss`: pages cost nothing until used).
+const BYTES: usize = 16 << 10;
+/// Blocks are aligned to this (what `malloc` guarantees).
+const ALIGN: usize = 16;
+/// Each block is preceded by this many bytes holding its size (keeps the
+/// block aligned).
+const HEADER: usize = ALIGN;
+
+#[repr(C, align(4096))]
+struct Arena {
+    bytes: UnsafeCell<[u8; BYTES]>,
+    /// Bump offset (low 32 bits) and live blocks (high 32 bits).
+    state: AtomicU64,
+}
+
+// SAFETY: blocks are carved out by a compare-and-swap of `state`, so no two
+// callers get overlapping bytes, and a block's bytes are its owner's until
+// it is freed; the offset goes back to 0 only when no block is live.
+unsafe impl Sync for Arena {}
+
+static ARENA: Arena = Arena {
+    bytes: UnsafeCell::new([0; BYTES]),
+    state: AtomicU64::new(0),
+};
+
+/// Threads inside a sealed call (the exported functions' cheap test).
+static SEALED: AtomicUsize = AtomicUsize::new(0);
+
+thread_local! {
+    // `const`, no destructor: usable at any time, like the guard's flag.
+    static INSIDE: Cell<bool> = const { Cell::new(false) };
+}
+
+fn base() -> usize {
+    ARENA.bytes.get() as usize
+}
+
+/// Run `f`, a library call whose allocations are all freed before it
+/// returns, with the calling thread's `malloc`, `calloc` and `realloc`
+/// served from the arena.
+pub fn call<R>(f: impl FnOnce() -> R) -> R {
+    let was = INSIDE.try_with(|i| i.replace(true)).unwrap_or(true);
+    SEALED.fetch_add(1, Ordering::AcqRel);
+    let r = f();
+    SEALED.fetch_sub(1, Ordering::AcqRel);
+    let _ = INSIDE.try_with(|i| i.set(was));
+    r
+}
+
+/// In a forked child: only the forking thread lives on, and it was not in
+/// a sealed call (none forks); another thread's call ended with it, and its
+/// blocks, known to nobody in the child, are never freed. Starts over.
+pub fn after_fork_child() {
+    SEALED.store(0, Ordering::Release);
+    ARENA.state.store(0, Ordering::Release);
+    let _ = INSIDE.try_with(|i| i.set(false));
+}
+
+/// Whether some thread is inside a sealed call (one relaxed load: what
+/// every `malloc` pays).
+#[inline(always)]
+pub fn active() -> bool {
+    SEALED.load(Ordering::Relaxed) != 0
+}
+
+/// A block of `size` bytes (zeroed) for the calling thread if it is inside
+/// a sealed call and the arena has room; `None`: serve it as usual.
+#[cold]
+#[inline(never)]
+pub fn serve(size: usize) -> Option<*mut c_void> {
+    if !INSIDE.try_with(|i| i.get()).unwrap_or(false) {
+        return None;
+    }
+    alloc(size)
+}
+
+/// Is `p` a block of the arena? (NULL is not.)
+#[inline(always)]
+pub fn contains(p: *mut c_void) -> bool {
+    (p as usize).wrapping_sub(base()) < BYTES
+}
+
+fn alloc(size: usize) -> Option<*mut c_void> {
+    let need = HEADER
+        .checked_add(size.max(1))?
+        .checked_next_multiple_of(ALIGN)?;
+    let mut state = ARENA.state.load(Ordering::Relaxed);
+    loop {
+        let (used, live) = (state as u32 as usize, state >> 32);
+        let end = used.checked_add(need).filter(|&e| e <= BYTES)?;
+        let next = ((live + 1) << 32) | end as u64;
+        match ARENA
+            .state
+            .compare_exchange_weak(state, next, Ordering::AcqRel, Ordering::Relaxed)
+        {
+            Ok(_) => {
+                let header = (base() + used) as *mut usize;
+                // SAFETY: [used, end) is this caller's alone (the bump
+                // offset moved past it, and it goes back only when no block
+                // is live); `used` is a multiple of 16 from a 4096-aligned
+                // base, so the size word is aligned.
+                unsafe {
+                    header.write(size);
+                    let block = header.cast::<u8>().add(HEADER);
+                    std::ptr::write_bytes(block, 0, size);
+                    return Some(block.cast());
+                }
+            }
+            Err(now) => state = now,
+        }
+    }
+}
+
+/// The size `p` was allocated with.
+///
+/// # Safety
+/// `p` is a live block of the arena.
+pub unsafe fn size_of(p: *mut c_void) -> usize {
+    // SAFETY: `alloc` wrote the size in the header before the block.
+    unsafe { *(p.cast::<u8>().sub(HEADER) as *const usize) }
+}
+
+/// Give back `p`, a block of the arena.
+pub fn free(_p: *mut c_void) {
+    let mut state = ARENA.state.load(Ordering::Relaxed);
+    loop {
+        let live = state >> 32;
+        if live == 0 {
+            // A double free: nothing to count.
+            return;
+        }
+        let next = if live == 1 {
+            0
+        } else {
+            ((live - 1) << 32) | (state & 0xffff_ffff)
+        };
+        match ARENA
+            .state
+            .compare_exchange_weak(state, next, Ordering::AcqRel, Ordering::Relaxed)
+        {
+            Ok(_) => return,
+            Err(now) => state = now,
+        }
+    }
+}
+
+/// `realloc` of `p`, a live block of the arena, to `size` bytes: in the
+/// arena for a thread inside a sealed call, else (and when the arena is
+/// full) by `elsewhere`, the program's allocator; the content moves, and
+/// `p` is given back unless the new block could not be had.
+///
+/// # Safety
+/// `p` is a live block of the arena.
+pub unsafe fn realloc(
+    p: *mut c_void,
+    size: usize,
+    elsewhere: impl FnOnce(usize) -> *mut c_void,
+) -> *mut c_void {
+    let q = match INSIDE.try_with(|i| i.get()).unwrap_or(false) {
+        true => alloc(size).unwrap_or_else(|| elsewhere(size)),
+        false => elsewhere(size),
+    };
+    if !q.is_null() {
+        // SAFETY: `p` holds `size_of(p)` bytes, `q` at least `size`; the
+        // blocks are distinct (`p` is still live).
+        unsafe {
+            let n = size_of(p).min(size);
+            std::ptr::copy_nonoverlapping(p.cast::<u8>(), q.cast::<u8>(), n);
+        }
+        free(p);
+    }
+    q
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The arena is shared by every test in this process: one test. (Other
+    /// tests make sealed calls too, `OwnStack::current`, but outside a
+    /// preloaded process their allocations do not come here.)
+    #[test]
+    fn blocks_are_served_inside_only_and_the_arena_starts_over() {
+        assert!(serve(32).is_none(), "outside a sealed call");
+        let (a, b, c) = call(|| {
+            assert!(active());
+            let a = serve(32).unwrap();
+            let b = serve(100).unwrap();
+            // SAFETY: live blocks of the arena, written within their sizes.
+            unsafe {
+                assert_eq!(size_of(a), 32);
+                assert_eq!(size_of(b), 100);
+                std::ptr::write_bytes(a.cast::<u8>(), 0xab, 32);
+                std::ptr::write_bytes(b.cast::<u8>(), 0xcd, 100);
+            }
+            assert_eq!(a as usize % ALIGN, 0);
+            assert!((b as usize) >= a as usize + 32, "disjoint");
+            // Grown in the arena, the content kept.
+            // SAFETY: `a` is live.
+            let c = unsafe { realloc(a, 64, |_| std::ptr::null_mut()) };
+            assert!(contains(c) && c != a);
+            // SAFETY: `c` holds 64 bytes, the first 32 copied, the rest zero.
+            let bytes = unsafe { std::slice::from_raw_parts(c.cast::<u8>(), 64) };
+            assert!(bytes[..32].iter().all(|&x| x == 0xab));
+            assert!(bytes[32..].iter().all(|&x| x == 0));
+            (a, b, c)
+        });
+        assert!(contains(a) && contains(b) && !contains(std::ptr::null_mut()));
+        free(b);
+        free(c);
+        // Every block given back: the next one is the first again, zeroed.
+        let d = call(|| serve(48).unwrap());
+        assert_eq!(d, a);
+        // SAFETY: `d` holds 48 bytes.
+        assert!(unsafe { std::slice::from_raw_parts(d.cast::<u8>(), 48) }
+            .iter()
+            .all(|&x| x == 0));
+        // Outside a sealed call a realloc moves the block out.
+        let mut out = [0u8; 64];
+        // SAFETY: `d` is live; `out` has room for 64 bytes.
+        let e = unsafe { realloc(d, 64, |_| out.as_mut_ptr().cast()) };
+        assert_eq!(e, out.as_mut_ptr().cast());
+        // A full arena: served as usual.
+        let none = call(|| serve(BYTES));
+        assert!(none.is_none());
+        assert_eq!(ARENA.state.load(Ordering::Relaxed), 0, "nothing live");
+    }
+}
