@@ -17,6 +17,10 @@ pub struct Destination {
     /// profile is made in `TMPDIR` and a spill directory goes beside the
     /// default name in `dir`.
     pub stream: bool,
+    /// `out` is a null device (`/dev/null`, or any character device 1:3):
+    /// it takes every process's report, the traced program's descendants'
+    /// too.
+    pub null: bool,
     /// `dir` is a directory `WMHCCT_OUT` names with a trailing `/` that did
     /// not exist at start: made when the report is written.
     pub make_dir: bool,
@@ -39,6 +43,7 @@ pub fn destination(out: Option<&Path>, cwd: &Path) -> (Destination, Option<Strin
         out: None,
         dir: cwd.to_path_buf(),
         stream: false,
+        null: false,
         make_dir: false,
     };
     let Some(o) = out else {
@@ -54,6 +59,7 @@ pub fn destination(out: Option<&Path>, cwd: &Path) -> (Destination, Option<Strin
         }
         Ok(wmhcct_format::Target::File(p)) => d.out = Some(p),
         Ok(wmhcct_format::Target::Stream(p)) => {
+            d.null = is_null_device(&p);
             d.out = Some(p);
             d.stream = true;
         }
@@ -94,9 +100,15 @@ pub fn slurm_report_name(dir: &Path, job: &str) -> PathBuf {
 /// `WMHCCT_OUT` names the report of the traced program itself. A forked
 /// child, or a program started by a traced process (fork+exec, `system()`),
 /// inserts its pid before the extension, so it never overwrites the parent's
-/// report; a stream (`/dev/null`) takes every process's report. Without
-/// `WMHCCT_OUT` (or with a directory) every process writes
-/// `wmhcct-<pid>.h5` in the destination's directory.
+/// report. A null device takes every process's report. Another stream (a
+/// FIFO, a terminal, `/dev/stdout`) is the traced program's alone: a
+/// descendant writes `wmhcct-<pid>.h5` in its working directory, as without
+/// `WMHCCT_OUT`. (It used to write into the stream too: a FIFO's reader got
+/// whichever process ended first, the next writer then waited for a reader
+/// that never came, and a child whose stdout the program had redirected
+/// into a file, `ls > list.txt` under `WMHCCT_OUT=/dev/stdout`, appended
+/// its report to that file.) Without `WMHCCT_OUT` (or with a directory)
+/// every process writes `wmhcct-<pid>.h5` in the destination's directory.
 pub fn report_path(dest: &Destination, pid: u32, descendant: bool) -> PathBuf {
     let (out, cwd) = (dest.out.as_deref(), dest.dir.as_path());
     let p = match out {
@@ -104,6 +116,7 @@ pub fn report_path(dest: &Destination, pid: u32, descendant: bool) -> PathBuf {
             let (before, after) = around_pid(o);
             o.with_file_name(format!("{before}{pid}{after}"))
         }
+        Some(_) if descendant && !dest.null => PathBuf::from(format!("wmhcct-{pid}.h5")),
         Some(o) => o.to_path_buf(),
         None => PathBuf::from(format!("wmhcct-{pid}.h5")),
     };
@@ -112,6 +125,14 @@ pub fn report_path(dest: &Destination, pid: u32, descendant: bool) -> PathBuf {
     } else {
         cwd.join(p)
     }
+}
+
+/// Whether `p` is a null device (character device 1:3, as `/dev/null`).
+fn is_null_device(p: &Path) -> bool {
+    use std::os::unix::fs::{FileTypeExt, MetadataExt};
+    std::fs::metadata(p).is_ok_and(|m| {
+        m.file_type().is_char_device() && libc::major(m.rdev()) == 1 && libc::minor(m.rdev()) == 3
+    })
 }
 
 /// A descendant's report name beside `report`, around its pid: the
@@ -353,10 +374,20 @@ mod tests {
         assert_eq!(report_path(&d, 9, true), base.join("later/wmhcct-9.h5"));
         // /dev/null: a stream, every process's report goes into it.
         let d = dest(Some("/dev/null"), cwd);
-        assert!(d.stream);
+        assert!(d.stream && d.null);
         assert_eq!(report_path(&d, 9, false), PathBuf::from("/dev/null"));
         assert_eq!(report_path(&d, 9, true), PathBuf::from("/dev/null"));
         assert_eq!(d.dir, base);
+        // A FIFO: the traced program's; a descendant's report goes where it
+        // would without WMHCCT_OUT.
+        let fifo = base.join("r.fifo");
+        let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+        // SAFETY: a valid NUL-terminated path.
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+        let d = dest(Some("r.fifo"), cwd);
+        assert!(d.stream && !d.null);
+        assert_eq!(report_path(&d, 9, false), fifo);
+        assert_eq!(report_path(&d, 9, true), base.join("wmhcct-9.h5"));
         // A link to a report: its target.
         std::os::unix::fs::symlink("runs/r.h5", base.join("link.h5")).unwrap();
         let d = dest(Some("link.h5"), cwd);

@@ -404,19 +404,38 @@ fn announce_report(t: &Tracer, report: &Path) {
         process: output::process_start().map_or(tracer_start, |p| p.min(tracer_start)),
         pid: std::process::id(),
     };
-    let others = match t.dest.out {
-        Some(_) if !t.dest.stream => output::descendant_reports_since(report, since),
-        _ => 0,
+    // A stream other than a null device is the traced program's alone: the
+    // processes it started write theirs under the default name
+    // (`output::report_path`), in the directory it started in.
+    let beside = match t.dest.out {
+        Some(_) if !t.dest.stream => Some(report.to_path_buf()),
+        Some(_) if !t.dest.null => Some(t.dest.dir.join("wmhcct.h5")),
+        _ => None,
     };
+    let others = beside
+        .as_ref()
+        .map_or(0, |r| output::descendant_reports_since(r, since));
     let shown = shown_report(t, report);
     let shown = shown.to_string_lossy();
-    if others == 0 {
+    let Some(beside) = beside.filter(|_| others > 0) else {
         crate::diag::message(&["report written to ", &shown]);
         return;
-    }
+    };
     let (count, verb) = match others {
         1 => ("1 process it started".to_string(), "wrote its own"),
         n => (format!("{n} processes it started"), "wrote their own"),
+    };
+    let pattern = output::descendant_report_pattern(&beside);
+    let (how, pattern) = if t.dest.stream {
+        (
+            " as ",
+            beside
+                .with_file_name(pattern)
+                .to_string_lossy()
+                .into_owned(),
+        )
+    } else {
+        (" beside it as ", pattern)
     };
     crate::diag::message(&[
         "report written to ",
@@ -425,8 +444,8 @@ fn announce_report(t: &Tracer, report: &Path) {
         &count,
         " ",
         verb,
-        " beside it as ",
-        &output::descendant_report_pattern(report),
+        how,
+        &pattern,
     ]);
 }
 

@@ -406,3 +406,121 @@ fn an_mpi_jobs_report_goes_into_a_fifo() {
         .collect();
     assert!(spills.is_empty(), "{spills:?}");
 }
+
+/// A stream other than a null device is the traced program's alone: the
+/// programs it starts write their reports as `wmhcct-<pid>.h5` in their
+/// working directory, as without `WMHCCT_OUT`, and the closing line says
+/// so. They used to write into the stream too: a FIFO's reader got the
+/// report of whichever process ended first (here an `ls`), and the next
+/// writer waited for a reader that never came (until the conversion's time
+/// limit); under `WMHCCT_OUT=/dev/stdout` a child whose output the program
+/// had redirected into a file (`ls / > list.txt`) appended its report to
+/// that file.
+#[test]
+fn a_stream_is_the_traced_programs_alone() {
+    let w = WorkDir::new("targets-stream-children");
+    let script = "ls / > list.txt; ls / > /dev/null; echo done";
+    let listing = run_cmd(&mut command("ls", &["/"], &w.path), TIMEOUT).stdout;
+    let reports = |dir: &Path| -> Vec<String> {
+        names_in(dir)
+            .into_iter()
+            .filter(|n| n.starts_with("wmhcct-") && n.ends_with(".h5"))
+            .collect()
+    };
+
+    // A FIFO: its reader gets the shell's report, at once.
+    let runs = w.join("fifo");
+    std::fs::create_dir_all(&runs).unwrap();
+    let fifo = runs.join("report.fifo");
+    mkfifo(&fifo);
+    let reader = read_fifo(&fifo);
+    let env = [("WMHCCT_CONVERT_TIMEOUT", "20")];
+    let out = run_traced("bash", &["-c", script], &runs, &fifo, &env);
+    let what = format!("WMHCCT_OUT=FIFO: {}", out.describe());
+    assert_eq!((out.code, out.stdout.as_str()), (0, "done\n"), "{what}");
+    assert!(out.elapsed.as_secs() < 15, "no writer waits: {what}");
+    // Should nobody have written into the FIFO, its reader would wait for
+    // ever: open it for writing once, without waiting (O_NONBLOCK: fails
+    // when the reader has gone), so the test fails instead of hanging.
+    if !reader.is_finished() {
+        use std::os::unix::fs::OpenOptionsExt as _;
+        let _ = std::fs::OpenOptions::new()
+            .write(true)
+            .custom_flags(0o4000)
+            .open(&fifo);
+    }
+    let got = w.join("from-fifo.h5");
+    std::fs::write(&got, reader.join().unwrap()).unwrap();
+    let r = report_json(&got);
+    assert!(
+        r["program"].as_str().is_some_and(|p| p.ends_with("bash")),
+        "the traced program's report: {} ({what})",
+        r["program"]
+    );
+    let children = reports(&runs);
+    assert_eq!(children.len(), 2, "{children:?}: {what}");
+    for c in &children {
+        let r = report_json(&runs.join(c));
+        assert!(
+            r["program"].as_str().is_some_and(|p| p.ends_with("ls")),
+            "{c}: {}",
+            r["program"]
+        );
+    }
+    assert_eq!(
+        tracer_lines(&out.stderr),
+        [format!(
+            "wmhcct: report written to {}; 2 processes it started wrote their own as {}",
+            fifo.display(),
+            runs.join("wmhcct-<pid>.h5").display()
+        )],
+        "{what}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(runs.join("list.txt")).unwrap(),
+        listing
+    );
+
+    // The program's stdout, a file: the shell's output then its report;
+    // list.txt holds ls's listing and nothing else.
+    let runs = w.join("stdout");
+    std::fs::create_dir_all(&runs).unwrap();
+    let file = w.join("stdout.bin");
+    let mut c = command("bash", &["-c", script], &runs);
+    c.env("LD_PRELOAD", lib())
+        .env("WMHCCT_OUT", "/proc/self/fd/1")
+        .stdout(std::fs::File::create(&file).unwrap())
+        .stderr(std::process::Stdio::piped());
+    let done = c.output().unwrap();
+    let stderr = String::from_utf8_lossy(&done.stderr);
+    let what = format!("WMHCCT_OUT=/proc/self/fd/1: {stderr}");
+    assert_eq!(done.status.code(), Some(0), "{what}");
+    let list = std::fs::read(runs.join("list.txt")).unwrap();
+    assert_eq!(
+        String::from_utf8_lossy(&list),
+        listing,
+        "ls's output alone, no report appended: {what}"
+    );
+    let bytes = std::fs::read(&file).unwrap();
+    assert!(bytes.starts_with(b"done\n"), "{what}");
+    let report = w.join("from-stdout.h5");
+    std::fs::write(&report, &bytes[5..]).unwrap();
+    let r = report_json(&report);
+    assert!(
+        r["program"].as_str().is_some_and(|p| p.ends_with("bash")),
+        "{}",
+        r["program"]
+    );
+    // `/proc/self/fd/1` is each process's own stdout: the first `ls`
+    // wrote its report beside list.txt; the second's stdout is the null
+    // device, which takes it.
+    assert_eq!(reports(&runs).len(), 1, "{:?}: {what}", names_in(&runs));
+    assert_eq!(
+        tracer_lines(&stderr),
+        [format!(
+            "wmhcct: report written to /proc/self/fd/1; 1 process it started wrote its own as {}",
+            runs.join("wmhcct-<pid>.h5").display()
+        )],
+        "{what}"
+    );
+}
