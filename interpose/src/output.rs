@@ -105,9 +105,9 @@ pub fn slurm_report_name(dir: &Path, job: &str) -> PathBuf {
 /// descendant writes `wmhcct-<pid>.h5` in its working directory, as without
 /// `WMHCCT_OUT`. (It used to write into the stream too: a FIFO's reader got
 /// whichever process ended first, the next writer then waited for a reader
-/// that never came, and a child whose stdout the program had redirected
-/// into a file, `ls > list.txt` under `WMHCCT_OUT=/dev/stdout`, appended
-/// its report to that file.) Without `WMHCCT_OUT` (or with a directory)
+/// that never came, and under `WMHCCT_OUT=/dev/stdout` a child whose
+/// stdout the program had redirected into a file appended its report to
+/// that file.) Without `WMHCCT_OUT` (or with a directory)
 /// every process writes `wmhcct-<pid>.h5` in the destination's directory.
 pub fn report_path(dest: &Destination, pid: u32, descendant: bool) -> PathBuf {
     let (out, cwd) = (dest.out.as_deref(), dest.dir.as_path());

@@ -414,8 +414,8 @@ fn an_mpi_jobs_report_goes_into_a_fifo() {
 /// report of whichever process ended first (here an `ls`), and the next
 /// writer waited for a reader that never came (until the conversion's time
 /// limit); under `WMHCCT_OUT=/dev/stdout` a child whose output the program
-/// had redirected into a file (`ls / > list.txt`) appended its report to
-/// that file.
+/// had redirected into a file (`python3 … > list.txt`) appended its report
+/// to that file.
 #[test]
 fn a_stream_is_the_traced_programs_alone() {
     let w = WorkDir::new("targets-stream-children");
@@ -482,10 +482,14 @@ fn a_stream_is_the_traced_programs_alone() {
     );
 
     // The program's stdout, a file: the shell's output then its report;
-    // list.txt holds ls's listing and nothing else.
+    // list.txt holds the child's output and nothing else. (The child is a
+    // program that leaves its stdout open at exit, as most do: `ls` closes
+    // it, and its report then went into whatever the tracer opened next as
+    // descriptor 1, its own profile, and was lost.)
     let runs = w.join("stdout");
     std::fs::create_dir_all(&runs).unwrap();
     let file = w.join("stdout.bin");
+    let script = "/usr/bin/python3 -c 'print(1)' > list.txt; ls / > /dev/null; echo done";
     let mut c = command("bash", &["-c", script], &runs);
     c.env("LD_PRELOAD", lib())
         .env("WMHCCT_OUT", "/proc/self/fd/1")
@@ -498,8 +502,8 @@ fn a_stream_is_the_traced_programs_alone() {
     let list = std::fs::read(runs.join("list.txt")).unwrap();
     assert_eq!(
         String::from_utf8_lossy(&list),
-        listing,
-        "ls's output alone, no report appended: {what}"
+        "1\n",
+        "the child's output alone, no report appended: {what}"
     );
     let bytes = std::fs::read(&file).unwrap();
     assert!(bytes.starts_with(b"done\n"), "{what}");
@@ -511,9 +515,9 @@ fn a_stream_is_the_traced_programs_alone() {
         "{}",
         r["program"]
     );
-    // `/proc/self/fd/1` is each process's own stdout: the first `ls`
-    // wrote its report beside list.txt; the second's stdout is the null
-    // device, which takes it.
+    // `/proc/self/fd/1` is each process's own stdout: Python wrote its
+    // report beside list.txt; `ls`'s stdout is the null device, which takes
+    // it.
     assert_eq!(reports(&runs).len(), 1, "{:?}: {what}", names_in(&runs));
     assert_eq!(
         tracer_lines(&stderr),
