@@ -21,6 +21,12 @@ pub struct Destination {
     /// it takes every process's report, the traced program's descendants'
     /// too.
     pub null: bool,
+    /// `out` was one of this process's own descriptors (`/dev/stdout`):
+    /// held from the start as a duplicate of its own, so the report goes
+    /// where that descriptor led when the program started, even if the
+    /// program closes it before it exits (coreutils close stdout at exit).
+    /// `out` names the duplicate.
+    pub pinned: Option<Pinned>,
     /// `dir` is a directory `WMHCCT_OUT` names with a trailing `/` that did
     /// not exist at start: made when the report is written.
     pub make_dir: bool,
@@ -34,6 +40,76 @@ impl Destination {
     }
 }
 
+/// A duplicate of one of this process's descriptors, and the file it
+/// led to (device and inode) when it was made.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Pinned {
+    pub fd: i32,
+    dev: u64,
+    ino: u64,
+}
+
+/// Descriptors the tracer holds are made at or above this number, out of
+/// the way of the ones a program counts on getting (the lowest free).
+const PINNED_FROM: i32 = 100;
+
+impl Destination {
+    /// Where `out` is one of this process's own descriptors
+    /// (`/proc/<pid>/fd/<n>`, as `/dev/stdout` resolves), hold a duplicate
+    /// of it (close-on-exec) and name that instead; the traced program
+    /// itself only (a descendant does not write into streams).
+    pub fn pin_own_descriptor(&mut self) {
+        let Some(n) = self.out.as_deref().and_then(own_descriptor) else {
+            return;
+        };
+        // SAFETY: fcntl on a descriptor number; a closed one fails (EBADF).
+        let fd = unsafe { libc::fcntl(n, libc::F_DUPFD_CLOEXEC, PINNED_FROM) };
+        if fd < 0 {
+            return;
+        }
+        let Some((dev, ino)) = file_id(fd) else {
+            // SAFETY: our own duplicate.
+            unsafe { libc::close(fd) };
+            return;
+        };
+        self.out = Some(PathBuf::from(format!(
+            "/proc/{}/fd/{fd}",
+            std::process::id()
+        )));
+        self.pinned = Some(Pinned { fd, dev, ino });
+    }
+
+    /// Whether the pinned descriptor still leads to the file it did (a
+    /// program that closes every descriptor, or reuses the number, has
+    /// taken it away); true when nothing is pinned.
+    pub fn pinned_intact(&self) -> bool {
+        self.pinned
+            .is_none_or(|p| file_id(p.fd) == Some((p.dev, p.ino)))
+    }
+}
+
+/// The descriptor number `p` names if it is one of this process's own
+/// (`/proc/<this pid>/fd/<n>`, or a thread's `/proc/<pid>/task/<tid>/fd/<n>`).
+fn own_descriptor(p: &Path) -> Option<i32> {
+    let pid = std::process::id().to_string();
+    let parts: Vec<&str> = p.iter().filter_map(|c| c.to_str()).collect();
+    let n = match parts.as_slice() {
+        ["/", "proc", who, "fd", n] if *who == pid => n,
+        ["/", "proc", who, "task", _, "fd", n] if *who == pid => n,
+        _ => return None,
+    };
+    n.parse().ok()
+}
+
+/// The device and inode descriptor `fd` leads to.
+fn file_id(fd: i32) -> Option<(u64, u64)> {
+    // SAFETY: fstat fills a local stat; a closed descriptor fails.
+    unsafe {
+        let mut st: libc::stat = std::mem::zeroed();
+        (libc::fstat(fd, &mut st) == 0).then_some((st.st_dev, st.st_ino))
+    }
+}
+
 /// Resolve `WMHCCT_OUT` (`out`, relative to `cwd`) at start; the message
 /// for a path no report may go to (a block device, a socket), in which case
 /// the default is used. A directory (existing, or named with a trailing
@@ -44,6 +120,7 @@ pub fn destination(out: Option<&Path>, cwd: &Path) -> (Destination, Option<Strin
         dir: cwd.to_path_buf(),
         stream: false,
         null: false,
+        pinned: None,
         make_dir: false,
     };
     let Some(o) = out else {
@@ -388,6 +465,36 @@ mod tests {
         assert!(d.stream && !d.null);
         assert_eq!(report_path(&d, 9, false), fifo);
         assert_eq!(report_path(&d, 9, true), base.join("wmhcct-9.h5"));
+        // One of this process's descriptors: held as a duplicate, which the
+        // report then names; it stays intact until its number is taken away.
+        let file = std::fs::File::create(base.join("out.bin")).unwrap();
+        let n = std::os::fd::AsRawFd::as_raw_fd(&file);
+        let own = format!("/proc/self/fd/{n}");
+        let mut d = dest(Some(&own), cwd);
+        assert!(d.stream && !d.null && d.pinned.is_none());
+        d.pin_own_descriptor();
+        let pinned = d.pinned.unwrap();
+        assert!(pinned.fd >= PINNED_FROM);
+        assert_eq!(
+            d.out,
+            Some(PathBuf::from(format!(
+                "/proc/{}/fd/{}",
+                std::process::id(),
+                pinned.fd
+            )))
+        );
+        drop(file);
+        assert!(
+            d.pinned_intact(),
+            "the program's close leaves the duplicate"
+        );
+        // SAFETY: the test's own duplicate.
+        unsafe { libc::close(pinned.fd) };
+        assert!(!d.pinned_intact());
+        // A FIFO is no descriptor of ours: nothing pinned.
+        let mut d = dest(Some("r.fifo"), cwd);
+        d.pin_own_descriptor();
+        assert!(d.pinned.is_none() && d.pinned_intact());
         // A link to a report: its target.
         std::os::unix::fs::symlink("runs/r.h5", base.join("link.h5")).unwrap();
         let d = dest(Some("link.h5"), cwd);

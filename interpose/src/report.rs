@@ -409,7 +409,9 @@ fn announce_report(t: &Tracer, report: &Path) {
     // (`output::report_path`), in the directory it started in.
     let beside = match t.dest.out {
         Some(_) if !t.dest.stream => Some(report.to_path_buf()),
-        Some(_) if !t.dest.null => Some(t.dest.dir.join("wmhcct.h5")),
+        // (Not when the report itself went there: a stream's descriptor the
+        // program closed, `convert`.)
+        Some(_) if !t.dest.null && t.dest.is_stream(report) => Some(t.dest.dir.join("wmhcct.h5")),
         _ => None,
     };
     let others = beside
@@ -704,6 +706,25 @@ fn remove_snapshot(s: &Snapshot) {
 /// Write the encoded profile next to `report` and run `wmhcct convert`;
 /// say where the report is when `announce`, and always say what failed.
 fn convert(t: &Tracer, bytes: &[u8], report: &Path, announce: bool) {
+    let moved;
+    let mut report = report;
+    if t.dest.is_stream(report) && !t.dest.pinned_intact() {
+        // `WMHCCT_OUT=/dev/stdout`, and the program closed every descriptor
+        // or took the tracer's duplicate's number: the default name.
+        let default = Destination {
+            out: None,
+            stream: false,
+            ..t.dest.clone()
+        };
+        moved = output::report_path(&default, std::process::id(), false);
+        crate::diag::message(&[
+            "cannot write the report into ",
+            &shown_report(t, report).to_string_lossy(),
+            ": the program closed that descriptor; writing it to ",
+            &moved.to_string_lossy(),
+        ]);
+        report = &moved;
+    }
     let stream = t.dest.is_stream(report);
     let prof = output::profile_path(report, stream);
     if t.dest.make_dir {

@@ -233,14 +233,18 @@ fn init() -> Tracer {
         },
     );
     let cwd = std::env::current_dir().unwrap_or_default();
-    let (dest, bad_out) = crate::output::destination(config.out.as_deref(), &cwd);
+    let (mut dest, bad_out) = crate::output::destination(config.out.as_deref(), &cwd);
     if let Some(w) = bad_out {
         crate::diag::message(&[&w]);
     }
     let host = crate::placement::host(crate::placement::usable_cpus(), |k| std::env::var(k).ok());
     let placement =
         crate::placement::resolve(config.collector, &host, config.unwind != UnwindMode::None);
-    let descendant = AtomicBool::new(crate::output::parent_is_traced());
+    let parent_traced = crate::output::parent_is_traced();
+    if !parent_traced {
+        dest.pin_own_descriptor();
+    }
+    let descendant = AtomicBool::new(parent_traced);
     Tracer {
         core: BiasedMutex::new(Core {
             collector,

@@ -528,3 +528,66 @@ fn a_stream_is_the_traced_programs_alone() {
         "{what}"
     );
 }
+
+/// `WMHCCT_OUT=/dev/stdout` (here `/proc/self/fd/1`) names the stdout the
+/// program started with: the tracer holds a duplicate of it from the start.
+/// A program that closes its stdout before it exits (coreutils do, at
+/// exit) used to lose the report: the tracer's next file (the profile) took
+/// descriptor 1, and the report went into it and was deleted with it,
+/// without a line. A program that closes every descriptor above 2 (a
+/// daemon) takes the duplicate too: the report then goes to the default
+/// name, and one line says so.
+#[test]
+fn stdout_closed_by_the_program_still_gets_the_report() {
+    let w = WorkDir::new("targets-stdout-closed");
+    let exe = compile("close_fds.c", &w.path, Opt::Debug, &[]);
+    let run = |args: &[&str], name: &str| {
+        let file = w.join(name);
+        let mut c = command(&exe, args, &w.path);
+        c.env("LD_PRELOAD", lib())
+            .env("WMHCCT_OUT", "/proc/self/fd/1")
+            .stdout(std::fs::File::create(&file).unwrap())
+            .stderr(std::process::Stdio::piped());
+        let done = c.output().unwrap();
+        let stderr = String::from_utf8_lossy(&done.stderr).into_owned();
+        assert_eq!(done.status.code(), Some(0), "{stderr}");
+        (std::fs::read(&file).unwrap(), stderr)
+    };
+    let own = b"output of close_fds\n";
+
+    // stdout closed: the report follows the program's output.
+    let (bytes, stderr) = run(&[], "closed.bin");
+    assert!(bytes.starts_with(own), "{stderr}");
+    assert!(
+        bytes[own.len()..].starts_with(b"\x89HDF"),
+        "the report after the output: {} bytes; {stderr}",
+        bytes.len()
+    );
+    let report = w.join("closed.h5");
+    std::fs::write(&report, &bytes[own.len()..]).unwrap();
+    let r = report_json(&report);
+    // The program's 11, and stdio's buffer and tmpfile's stream.
+    assert_eq!(total_count(&r, "malloc"), 13, "{}", alloc_totals(&r));
+    assert_eq!(
+        tracer_lines(&stderr),
+        ["wmhcct: report written to /proc/self/fd/1"],
+        "{stderr}"
+    );
+
+    // Every descriptor above 2 closed: the default name, said in a line.
+    let (bytes, stderr) = run(&["all"], "all.bin");
+    assert_eq!(bytes, own, "only the program's output: {stderr}");
+    let lines = tracer_lines(&stderr);
+    assert_eq!(lines.len(), 2, "{stderr}");
+    assert!(
+        lines[0].starts_with("wmhcct: cannot write the report into /proc/self/fd/1: the program closed that descriptor; writing it to "),
+        "{stderr}"
+    );
+    let moved = lines[1]
+        .strip_prefix("wmhcct: report written to ")
+        .unwrap_or_else(|| panic!("{stderr}"));
+    assert!(moved.starts_with(&w.path.to_string_lossy().into_owned()) && moved.ends_with(".h5"));
+    let r = report_json(Path::new(moved));
+    // The program's 11, and stdio's buffer and tmpfile's stream.
+    assert_eq!(total_count(&r, "malloc"), 13, "{}", alloc_totals(&r));
+}
