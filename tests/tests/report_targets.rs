@@ -75,6 +75,28 @@ fn names_in(dir: &Path) -> Vec<String> {
     v
 }
 
+/// Run `exe args` in `dir` traced with `WMHCCT_OUT=/proc/self/fd/1` (the
+/// program's stdout, where `/dev/stdout` leads; not `/dev/stdout` itself,
+/// which a regression would replace for the whole machine), its stdout
+/// redirected to the file `out`: the program exited 0; the file's bytes and
+/// stderr.
+fn traced_into_stdout_file(
+    exe: impl AsRef<std::ffi::OsStr>,
+    args: &[&str],
+    dir: &Path,
+    out: &Path,
+) -> (Vec<u8>, String) {
+    let mut c = command(exe, args, dir);
+    c.env("LD_PRELOAD", lib())
+        .env("WMHCCT_OUT", "/proc/self/fd/1")
+        .stdout(std::fs::File::create(out).unwrap())
+        .stderr(std::process::Stdio::piped());
+    let done = c.output().unwrap();
+    let stderr = String::from_utf8_lossy(&done.stderr).into_owned();
+    assert_eq!(done.status.code(), Some(0), "{stderr}");
+    (std::fs::read(out).unwrap(), stderr)
+}
+
 #[test]
 fn a_device_a_fifo_or_stdout_is_written_into_and_stays_what_it_was() {
     let w = WorkDir::new("targets-streams");
@@ -127,26 +149,15 @@ fn a_device_a_fifo_or_stdout_is_written_into_and_stays_what_it_was() {
         .collect();
     assert!(left.is_empty(), "{left:?}");
 
-    // The program's stdout (`/proc/self/fd/1`, where `/dev/stdout` leads;
-    // not `/dev/stdout` itself, which a regression would replace for the
-    // whole machine) redirected to a file: the report follows the program's
-    // own output (appended: nothing it wrote is overwritten), and the
-    // closing line names the path as given.
-    let file = w.join("stdout.bin");
-    let mut c = command(&exe, &[] as &[&str], &runs);
-    c.env("LD_PRELOAD", lib())
-        .env("WMHCCT_OUT", "/proc/self/fd/1")
-        .stdout(std::fs::File::create(&file).unwrap())
-        .stderr(std::process::Stdio::piped());
-    let done = c.output().unwrap();
-    let stderr = String::from_utf8_lossy(&done.stderr);
-    assert_eq!(done.status.code(), Some(0), "{stderr}");
+    // The program's stdout redirected to a file: the report follows the
+    // program's own output (appended: nothing it wrote is overwritten), and
+    // the closing line names the path as given.
+    let (bytes, stderr) = traced_into_stdout_file(&exe, &[], &runs, &w.join("stdout.bin"));
     assert_eq!(
         tracer_lines(&stderr),
         ["wmhcct: report written to /proc/self/fd/1"],
         "{stderr}"
     );
-    let bytes = std::fs::read(&file).unwrap();
     let own = plain.stdout.as_bytes();
     assert!(bytes.starts_with(own), "the program's output first");
     assert!(
@@ -488,24 +499,16 @@ fn a_stream_is_the_traced_programs_alone() {
     // descriptor 1, its own profile, and was lost.)
     let runs = w.join("stdout");
     std::fs::create_dir_all(&runs).unwrap();
-    let file = w.join("stdout.bin");
     let script = "/usr/bin/python3 -c 'print(1)' > list.txt; ls / > /dev/null; echo done";
-    let mut c = command("bash", &["-c", script], &runs);
-    c.env("LD_PRELOAD", lib())
-        .env("WMHCCT_OUT", "/proc/self/fd/1")
-        .stdout(std::fs::File::create(&file).unwrap())
-        .stderr(std::process::Stdio::piped());
-    let done = c.output().unwrap();
-    let stderr = String::from_utf8_lossy(&done.stderr);
+    let (bytes, stderr) =
+        traced_into_stdout_file("bash", &["-c", script], &runs, &w.join("stdout.bin"));
     let what = format!("WMHCCT_OUT=/proc/self/fd/1: {stderr}");
-    assert_eq!(done.status.code(), Some(0), "{what}");
     let list = std::fs::read(runs.join("list.txt")).unwrap();
     assert_eq!(
         String::from_utf8_lossy(&list),
         "1\n",
         "the child's output alone, no report appended: {what}"
     );
-    let bytes = std::fs::read(&file).unwrap();
     assert!(bytes.starts_with(b"done\n"), "{what}");
     let report = w.join("from-stdout.h5");
     std::fs::write(&report, &bytes[5..]).unwrap();
@@ -541,18 +544,8 @@ fn a_stream_is_the_traced_programs_alone() {
 fn stdout_closed_by_the_program_still_gets_the_report() {
     let w = WorkDir::new("targets-stdout-closed");
     let exe = compile("close_fds.c", &w.path, Opt::Debug, &[]);
-    let run = |args: &[&str], name: &str| {
-        let file = w.join(name);
-        let mut c = command(&exe, args, &w.path);
-        c.env("LD_PRELOAD", lib())
-            .env("WMHCCT_OUT", "/proc/self/fd/1")
-            .stdout(std::fs::File::create(&file).unwrap())
-            .stderr(std::process::Stdio::piped());
-        let done = c.output().unwrap();
-        let stderr = String::from_utf8_lossy(&done.stderr).into_owned();
-        assert_eq!(done.status.code(), Some(0), "{stderr}");
-        (std::fs::read(&file).unwrap(), stderr)
-    };
+    let run =
+        |args: &[&str], name: &str| traced_into_stdout_file(&exe, args, &w.path, &w.join(name));
     let own = b"output of close_fds\n";
 
     // stdout closed: the report follows the program's output.
