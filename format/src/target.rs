@@ -116,33 +116,64 @@ fn classify(p: PathBuf, kind: std::fs::FileType) -> Result<Target, TargetError> 
 /// process.
 fn process_fd(p: &Path) -> Option<PathBuf> {
     let name = p.file_name()?;
-    if !name.to_str()?.bytes().all(|b| b.is_ascii_digit()) {
-        return None;
-    }
     let dir = match p.parent() {
         Some(d) if !d.as_os_str().is_empty() => d,
         _ => Path::new("."),
     };
-    let dir = std::fs::canonicalize(dir).ok()?;
-    let parts: Vec<&str> = dir
+    let fd = std::fs::canonicalize(dir).ok()?.join(name);
+    process_descriptor(&fd).map(|_| fd)
+}
+
+/// The process and descriptor number of `/proc/<pid>/fd/<n>` or
+/// `/proc/<pid>/task/<tid>/fd/<n>` (links already resolved: what a
+/// [`Target::Stream`] of a descriptor holds).
+pub fn process_descriptor(p: &Path) -> Option<(u32, i32)> {
+    let parts: Vec<&str> = p
         .components()
-        .filter_map(|c| match c {
+        .map(|c| match c {
+            Component::RootDir => Some("/"),
             Component::Normal(s) => s.to_str(),
             _ => None,
         })
-        .collect();
+        .collect::<Option<_>>()?;
     let number = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
-    let is_fd_dir = match parts.as_slice() {
-        ["proc", pid, "fd"] => number(pid),
-        ["proc", pid, "task", tid, "fd"] => number(pid) && number(tid),
-        _ => false,
+    let (pid, n) = match parts.as_slice() {
+        ["/", "proc", pid, "fd", n] => (pid, n),
+        ["/", "proc", pid, "task", tid, "fd", n] if number(tid) => (pid, n),
+        _ => return None,
     };
-    is_fd_dir.then(|| dir.join(name))
+    if !number(pid) || !number(n) {
+        return None;
+    }
+    Some((pid.parse().ok()?, n.parse().ok()?))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn process_descriptors() {
+        assert_eq!(
+            process_descriptor(Path::new("/proc/42/fd/1")),
+            Some((42, 1))
+        );
+        assert_eq!(
+            process_descriptor(Path::new("/proc/42/task/43/fd/100")),
+            Some((42, 100))
+        );
+        for no in [
+            "/proc/self/fd/1",
+            "/proc/42/fd/x",
+            "/proc/42/fd/",
+            "proc/42/fd/1",
+            "/proc/42/task/x/fd/1",
+            "/dev/stdout",
+            "/proc/42/fdinfo/1",
+        ] {
+            assert_eq!(process_descriptor(Path::new(no)), None, "{no}");
+        }
+    }
 
     fn scratch(tag: &str) -> PathBuf {
         let d = std::env::temp_dir().join(format!("wmhcct-target-{tag}-{}", std::process::id()));

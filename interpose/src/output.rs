@@ -91,14 +91,9 @@ impl Destination {
 /// The descriptor number `p` names if it is one of this process's own
 /// (`/proc/<this pid>/fd/<n>`, or a thread's `/proc/<pid>/task/<tid>/fd/<n>`).
 fn own_descriptor(p: &Path) -> Option<i32> {
-    let pid = std::process::id().to_string();
-    let parts: Vec<&str> = p.iter().filter_map(|c| c.to_str()).collect();
-    let n = match parts.as_slice() {
-        ["/", "proc", who, "fd", n] if *who == pid => n,
-        ["/", "proc", who, "task", _, "fd", n] if *who == pid => n,
-        _ => return None,
-    };
-    n.parse().ok()
+    wmhcct_format::process_descriptor(p)
+        .filter(|&(pid, _)| pid == std::process::id())
+        .map(|(_, n)| n)
 }
 
 /// The device and inode descriptor `fd` leads to.
