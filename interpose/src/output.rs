@@ -32,14 +32,6 @@ pub struct Destination {
     pub make_dir: bool,
 }
 
-impl Destination {
-    /// Whether `report` is the stream `WMHCCT_OUT` names (written into,
-    /// never replaced, nothing beside it).
-    pub fn is_stream(&self, report: &Path) -> bool {
-        self.stream && self.out.as_deref() == Some(report)
-    }
-}
-
 /// A duplicate of one of this process's descriptors, and the file it
 /// led to (device and inode) when it was made.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -54,6 +46,18 @@ pub struct Pinned {
 const PINNED_FROM: i32 = 100;
 
 impl Destination {
+    /// Whether `report` is the stream `WMHCCT_OUT` names (written into,
+    /// never replaced, nothing beside it).
+    pub fn is_stream(&self, report: &Path) -> bool {
+        self.stream && self.out.as_deref() == Some(report)
+    }
+
+    /// Process `pid`'s report under the default name, `wmhcct-<pid>.h5` in
+    /// `dir`.
+    pub fn default_report(&self, pid: u32) -> PathBuf {
+        self.dir.join(format!("wmhcct-{pid}.h5"))
+    }
+
     /// Where `out` is one of this process's own descriptors
     /// (`/proc/<pid>/fd/<n>`, as `/dev/stdout` resolves), hold a duplicate
     /// of it (close-on-exec) and name that instead; the traced program
@@ -182,21 +186,15 @@ pub fn slurm_report_name(dir: &Path, job: &str) -> PathBuf {
 /// that file.) Without `WMHCCT_OUT` (or with a directory)
 /// every process writes `wmhcct-<pid>.h5` in the destination's directory.
 pub fn report_path(dest: &Destination, pid: u32, descendant: bool) -> PathBuf {
-    let (out, cwd) = (dest.out.as_deref(), dest.dir.as_path());
-    let p = match out {
+    let p = match dest.out.as_deref() {
         Some(o) if descendant && !dest.stream => {
             let (before, after) = around_pid(o);
             o.with_file_name(format!("{before}{pid}{after}"))
         }
-        Some(_) if descendant && !dest.null => PathBuf::from(format!("wmhcct-{pid}.h5")),
-        Some(o) => o.to_path_buf(),
-        None => PathBuf::from(format!("wmhcct-{pid}.h5")),
+        Some(o) if !descendant || dest.null => o.to_path_buf(),
+        _ => return dest.default_report(pid),
     };
-    if p.is_absolute() {
-        p
-    } else {
-        cwd.join(p)
-    }
+    dest.dir.join(p)
 }
 
 /// Whether `p` is a null device (character device 1:3, as `/dev/null`).

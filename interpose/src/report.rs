@@ -14,7 +14,7 @@ use wmhcct_format::{
 };
 
 use crate::guard::Guard;
-use crate::output::{self, Destination};
+use crate::output;
 use crate::tracer::{self, Core, Tracer};
 
 /// Map a return address to (module, offset) using the module table.
@@ -242,13 +242,7 @@ pub fn spill_dir(t: &Tracer, report: &Path) -> PathBuf {
         Some(d) => t.cwd.join(d),
         // A stream has nothing beside it: beside the default name.
         None if t.dest.stream => {
-            let default = Destination {
-                out: None,
-                stream: false,
-                ..t.dest.clone()
-            };
-            let pid = std::process::id();
-            wmhcct_format::spill_dir_beside(&output::report_path(&default, pid, false))
+            wmhcct_format::spill_dir_beside(&t.dest.default_report(std::process::id()))
         }
         None => wmhcct_format::spill_dir_beside(report),
     }
@@ -711,12 +705,7 @@ fn convert(t: &Tracer, bytes: &[u8], report: &Path, announce: bool) {
     if t.dest.is_stream(report) && !t.dest.pinned_intact() {
         // `WMHCCT_OUT=/dev/stdout`, and the program closed every descriptor
         // or took the tracer's duplicate's number: the default name.
-        let default = Destination {
-            out: None,
-            stream: false,
-            ..t.dest.clone()
-        };
-        moved = output::report_path(&default, std::process::id(), false);
+        moved = t.dest.default_report(std::process::id());
         crate::diag::message(&[
             "cannot write the report into ",
             &shown_report(t, report).to_string_lossy(),
