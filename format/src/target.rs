@@ -116,6 +116,11 @@ fn classify(p: PathBuf, kind: std::fs::FileType) -> Result<Target, TargetError> 
 /// process.
 fn process_fd(p: &Path) -> Option<PathBuf> {
     let name = p.file_name()?;
+    // Before anything else: resolving the directory allocates (realpath's
+    // result), which in the tracer lands in the program's allocator.
+    if !name.to_str()?.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
     let dir = match p.parent() {
         Some(d) if !d.as_os_str().is_empty() => d,
         _ => Path::new("."),
