@@ -6,6 +6,7 @@
 //! of its own, apart from the program's heap (`own_heap::OwnHeap`);
 //! `guard::Guard` keeps the hooks from re-entering.
 
+mod arena;
 mod biased_lock;
 mod clock;
 pub mod config;

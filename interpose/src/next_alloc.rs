@@ -33,10 +33,11 @@
 //! The tracer's own Rust allocations never come here: they go to its own
 //! heap (`own_heap::OwnHeap`).
 
-use std::cell::{Cell, UnsafeCell};
+use std::cell::Cell;
 use std::ffi::{c_int, c_void, CStr};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
+use crate::arena::Arena;
 use crate::errno;
 use crate::guard::Guard;
 use crate::real::{
@@ -604,7 +605,7 @@ fn synthesised() -> Table {
 // `ALIGNED`). Failures return NULL (or the error code) with errno set as
 // glibc would; successes leave errno alone.
 
-const MIN_ALIGN: usize = 16;
+pub const MIN_ALIGN: usize = 16;
 
 fn fail(e: c_int) -> *mut c_void {
     errno::set(e);
@@ -756,145 +757,13 @@ unsafe extern "C" fn usable_size_unknown(_p: *mut c_void) -> usize {
 const BOOT_BYTES: usize = 64 << 10;
 
 static BOOT: Arena<BOOT_BYTES> = Arena::new();
-
-/// A static bump arena. Each block is preceded by a word holding its size;
-/// blocks are never reused (so they stay zero until written).
-#[repr(C, align(4096))]
-struct Arena<const LEN: usize> {
-    bytes: UnsafeCell<[u8; LEN]>,
-    used: AtomicUsize,
-}
-
-// SAFETY: blocks are carved out with an atomic bump pointer, so no two
-// callers ever get overlapping bytes; each block is then its owner's.
-unsafe impl<const LEN: usize> Sync for Arena<LEN> {}
-
-impl<const LEN: usize> Arena<LEN> {
-    const fn new() -> Self {
-        Arena {
-            bytes: UnsafeCell::new([0; LEN]),
-            used: AtomicUsize::new(0),
-        }
-    }
-
-    #[inline(always)]
-    fn base(&self) -> usize {
-        self.bytes.get() as usize
-    }
-
-    /// Is `p` inside the arena? (NULL is not.)
-    #[inline(always)]
-    fn contains(&self, p: *mut c_void) -> bool {
-        (p as usize).wrapping_sub(self.base()) < LEN
-    }
-
-    /// `size` bytes aligned to `align` (a power of two), zero; NULL with
-    /// errno ENOMEM when the arena is full.
-    fn alloc(&self, size: usize, align: usize) -> *mut c_void {
-        let align = align.max(MIN_ALIGN);
-        let base = self.base();
-        let mut used = self.used.load(Ordering::Relaxed);
-        loop {
-            // Room for the size word before the block, then align.
-            let start = (base + used + std::mem::size_of::<usize>()).checked_add(align - 1);
-            let start = start.map(|s| s & !(align - 1));
-            let end = start.and_then(|s| s.checked_add(size.max(1)));
-            let (Some(start), Some(end)) = (start, end) else {
-                return enomem();
-            };
-            if end - base > LEN {
-                return enomem();
-            }
-            match self.used.compare_exchange_weak(
-                used,
-                end - base,
-                Ordering::AcqRel,
-                Ordering::Relaxed,
-            ) {
-                Ok(_) => {
-                    // SAFETY: [start - 8, end) lies in the arena and is this
-                    // caller's alone (the bump pointer moved past it);
-                    // `start` is 16-aligned, so the size word is aligned.
-                    unsafe { *((start - std::mem::size_of::<usize>()) as *mut usize) = size };
-                    return start as *mut c_void;
-                }
-                Err(now) => used = now,
-            }
-        }
-    }
-
-    /// The size a block was allocated with.
-    ///
-    /// # Safety
-    /// `p` is a block returned by `alloc`.
-    unsafe fn size_of(&self, p: *mut c_void) -> usize {
-        // SAFETY: `alloc` wrote the size in the word before the block.
-        unsafe { *(p as *const usize).sub(1) }
-    }
-}
+// Blocks of the bootstrap arena are never given back (`free` ignores
+// them): the arena never starts over, so its blocks stay zero until
+// written (what `calloc` from it relies on).
 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn arena_blocks_are_aligned_sized_zero_and_disjoint() {
-        static A: Arena<8192> = Arena::new();
-        let mut blocks = Vec::new();
-        for (size, align) in [(1, 1), (100, 16), (0, 8), (300, 64), (10, 4096), (33, 32)] {
-            let p = A.alloc(size, align);
-            assert!(!p.is_null(), "{size} {align}");
-            assert!(A.contains(p));
-            assert_eq!(p as usize % align.max(MIN_ALIGN), 0, "{size} {align}");
-            // SAFETY: `p` is a block of A.
-            assert_eq!(unsafe { A.size_of(p) }, size);
-            // SAFETY: the block holds `size` bytes.
-            let bytes = unsafe { std::slice::from_raw_parts(p.cast::<u8>(), size) };
-            assert!(bytes.iter().all(|&b| b == 0));
-            blocks.push((p as usize, size.max(1)));
-        }
-        blocks.sort();
-        for w in blocks.windows(2) {
-            assert!(w[0].0 + w[0].1 <= w[1].0, "{blocks:?}");
-        }
-        assert!(!A.contains(std::ptr::null_mut()));
-        let outside = (A.base() + 8192) as *mut c_void;
-        assert!(!A.contains(outside));
-        assert!(!A.contains(Box::into_raw(Box::new(0u64)).cast()));
-    }
-
-    #[test]
-    fn arena_exhaustion_is_null_with_enomem() {
-        static A: Arena<4096> = Arena::new();
-        errno::set(0);
-        assert!(A.alloc(5000, 16).is_null());
-        assert_eq!(errno::get(), libc::ENOMEM);
-        assert!(A.alloc(usize::MAX - 8, 16).is_null());
-        let mut n = 0;
-        while !A.alloc(100, 16).is_null() {
-            n += 1;
-        }
-        // 100 bytes + the size word, aligned to 16: 112 bytes a block.
-        assert_eq!(n, 4096 / 112);
-        assert_eq!(errno::get(), libc::ENOMEM);
-    }
-
-    #[test]
-    fn arena_is_shared_safely_between_threads() {
-        static A: Arena<65536> = Arena::new();
-        let all: Vec<Vec<usize>> = std::thread::scope(|s| {
-            let hs: Vec<_> = (0..4)
-                .map(|_| s.spawn(|| (0..100).map(|_| A.alloc(48, 16) as usize).collect()))
-                .collect();
-            hs.into_iter().map(|h| h.join().unwrap()).collect()
-        });
-        let mut v: Vec<usize> = all.into_iter().flatten().collect();
-        assert!(v.iter().all(|&p| p != 0));
-        v.sort();
-        v.dedup();
-        assert_eq!(v.len(), 400);
-        assert!(v.windows(2).all(|w| w[1] - w[0] >= 48));
-    }
 
     const M: usize = 0x1000; // fake addresses in one object ...
     const J: usize = 0x9000; // ... and in another

@@ -11,41 +11,21 @@
 //! one), and `free`, `realloc` and `malloc_usable_size` know its blocks by
 //! their address, whichever thread passes them.
 //!
-//! The arena is a bump allocator with a count of live blocks, both in one
-//! atomic word: the bump pointer goes back to the start when the last live
-//! block is freed, so the arena never fills up over a run however many
-//! threads start; a call that finds it full is served by the program's
-//! allocator as before. No lock: a fork or a signal at any point leaves
-//! nothing held.
+//! The arena (`arena.rs`) starts over when its last live block is given
+//! back, so it never fills up however many threads start; a call that
+//! finds it full is served by the program's allocator as before.
 
-use std::cell::{Cell, UnsafeCell};
+use std::cell::Cell;
 use std::ffi::c_void;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use crate::arena::Arena;
+use crate::next_alloc::MIN_ALIGN;
 
 /// Bytes of the arena (`.bss`: pages cost nothing until used).
 const BYTES: usize = 16 << 10;
-/// Blocks are aligned to this (what `malloc` guarantees).
-const ALIGN: usize = 16;
-/// Each block is preceded by this many bytes holding its size (keeps the
-/// block aligned).
-const HEADER: usize = ALIGN;
 
-#[repr(C, align(4096))]
-struct Arena {
-    bytes: UnsafeCell<[u8; BYTES]>,
-    /// Bump offset (low 32 bits) and live blocks (high 32 bits).
-    state: AtomicU64,
-}
-
-// SAFETY: blocks are carved out by a compare-and-swap of `state`, so no two
-// callers get overlapping bytes, and a block's bytes are its owner's until
-// it is freed; the offset goes back to 0 only when no block is live.
-unsafe impl Sync for Arena {}
-
-static ARENA: Arena = Arena {
-    bytes: UnsafeCell::new([0; BYTES]),
-    state: AtomicU64::new(0),
-};
+static ARENA: Arena<BYTES> = Arena::new();
 
 /// Threads inside a sealed call (the exported functions' cheap test).
 static SEALED: AtomicUsize = AtomicUsize::new(0);
@@ -53,10 +33,6 @@ static SEALED: AtomicUsize = AtomicUsize::new(0);
 thread_local! {
     // `const`, no destructor: usable at any time, like the guard's flag.
     static INSIDE: Cell<bool> = const { Cell::new(false) };
-}
-
-fn base() -> usize {
-    ARENA.bytes.get() as usize
 }
 
 /// Run `f`, a library call whose allocations are all freed before it
@@ -76,7 +52,7 @@ pub fn call<R>(f: impl FnOnce() -> R) -> R {
 /// blocks, known to nobody in the child, are never freed. Starts over.
 pub fn after_fork_child() {
     SEALED.store(0, Ordering::Release);
-    ARENA.state.store(0, Ordering::Release);
+    ARENA.reset();
     let _ = INSIDE.try_with(|i| i.set(false));
 }
 
@@ -101,38 +77,15 @@ pub fn serve(size: usize) -> Option<*mut c_void> {
 /// Is `p` a block of the arena? (NULL is not.)
 #[inline(always)]
 pub fn contains(p: *mut c_void) -> bool {
-    (p as usize).wrapping_sub(base()) < BYTES
+    ARENA.contains(p)
 }
 
+/// A zeroed block (the arena's bytes are not zero once it has started over).
 fn alloc(size: usize) -> Option<*mut c_void> {
-    let need = HEADER
-        .checked_add(size.max(1))?
-        .checked_next_multiple_of(ALIGN)?;
-    let mut state = ARENA.state.load(Ordering::Relaxed);
-    loop {
-        let (used, live) = (state as u32 as usize, state >> 32);
-        let end = used.checked_add(need).filter(|&e| e <= BYTES)?;
-        let next = ((live + 1) << 32) | end as u64;
-        match ARENA
-            .state
-            .compare_exchange_weak(state, next, Ordering::AcqRel, Ordering::Relaxed)
-        {
-            Ok(_) => {
-                let header = (base() + used) as *mut usize;
-                // SAFETY: [used, end) is this caller's alone (the bump
-                // offset moved past it, and it goes back only when no block
-                // is live); `used` is a multiple of 16 from a 4096-aligned
-                // base, so the size word is aligned.
-                unsafe {
-                    header.write(size);
-                    let block = header.cast::<u8>().add(HEADER);
-                    std::ptr::write_bytes(block, 0, size);
-                    return Some(block.cast());
-                }
-            }
-            Err(now) => state = now,
-        }
-    }
+    let p = ARENA.try_alloc(size, MIN_ALIGN)?;
+    // SAFETY: a fresh block of `size` bytes.
+    unsafe { std::ptr::write_bytes(p.cast::<u8>(), 0, size) };
+    Some(p)
 }
 
 /// The size `p` was allocated with.
@@ -140,32 +93,13 @@ fn alloc(size: usize) -> Option<*mut c_void> {
 /// # Safety
 /// `p` is a live block of the arena.
 pub unsafe fn size_of(p: *mut c_void) -> usize {
-    // SAFETY: `alloc` wrote the size in the header before the block.
-    unsafe { *(p.cast::<u8>().sub(HEADER) as *const usize) }
+    // SAFETY: the caller's contract.
+    unsafe { ARENA.size_of(p) }
 }
 
 /// Give back `p`, a block of the arena.
-pub fn free(_p: *mut c_void) {
-    let mut state = ARENA.state.load(Ordering::Relaxed);
-    loop {
-        let live = state >> 32;
-        if live == 0 {
-            // A double free: nothing to count.
-            return;
-        }
-        let next = if live == 1 {
-            0
-        } else {
-            ((live - 1) << 32) | (state & 0xffff_ffff)
-        };
-        match ARENA
-            .state
-            .compare_exchange_weak(state, next, Ordering::AcqRel, Ordering::Relaxed)
-        {
-            Ok(_) => return,
-            Err(now) => state = now,
-        }
-    }
+pub fn free(p: *mut c_void) {
+    ARENA.release(p);
 }
 
 /// `realloc` of `p`, a live block of the arena, to `size` bytes: in the
@@ -217,7 +151,7 @@ mod tests {
                 std::ptr::write_bytes(a.cast::<u8>(), 0xab, 32);
                 std::ptr::write_bytes(b.cast::<u8>(), 0xcd, 100);
             }
-            assert_eq!(a as usize % ALIGN, 0);
+            assert_eq!(a as usize % MIN_ALIGN, 0);
             assert!((b as usize) >= a as usize + 32, "disjoint");
             // Grown in the arena, the content kept.
             // SAFETY: `a` is live.
@@ -247,6 +181,6 @@ mod tests {
         // A full arena: served as usual.
         let none = call(|| serve(BYTES));
         assert!(none.is_none());
-        assert_eq!(ARENA.state.load(Ordering::Relaxed), 0, "nothing live");
+        assert!(ARENA.is_empty(), "nothing live");
     }
 }
