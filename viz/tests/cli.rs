@@ -803,12 +803,24 @@ fn run_finds_the_library_beside_the_executable() {
     };
     let exe = dir.path().join("wmhcct");
     std::fs::copy(env!("CARGO_BIN_EXE_wmhcct"), &exe).unwrap();
-    let o = Command::new(&exe)
-        .args(["run", "--", "sh", "-c", "echo $LD_PRELOAD"])
-        .env_remove("WMHCCT_LIB")
-        .env_remove("LD_PRELOAD")
-        .output()
-        .unwrap();
+    // The copy's descriptor may still be open in a child another test's
+    // thread forked meanwhile (until that child execs): ETXTBSY for a
+    // moment. Try again.
+    let mut tries = 0;
+    let o = loop {
+        let r = Command::new(&exe)
+            .args(["run", "--", "sh", "-c", "echo $LD_PRELOAD"])
+            .env_remove("WMHCCT_LIB")
+            .env_remove("LD_PRELOAD")
+            .output();
+        match r {
+            Err(e) if e.kind() == std::io::ErrorKind::ExecutableFileBusy && tries < 100 => {
+                tries += 1;
+                std::thread::sleep(std::time::Duration::from_millis(20));
+            }
+            r => break r.unwrap(),
+        }
+    };
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let lib = std::fs::canonicalize(lib).unwrap();
     assert_eq!(
