@@ -17,6 +17,7 @@ pub mod mpi_abi;
 mod paths;
 mod profile;
 mod series;
+pub mod settings;
 mod target;
 
 pub use paths::*;

@@ -9,7 +9,9 @@
 mod arena;
 mod biased_lock;
 mod clock;
-pub mod config;
+/// The settings (`WMHCCT_*`), parsed by the format crate, which `wmhcct run`
+/// shares.
+pub use wmhcct_format::settings as config;
 mod deferred;
 mod diag;
 mod dir_entries;

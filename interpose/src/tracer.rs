@@ -210,7 +210,7 @@ fn init() -> Tracer {
     crate::diag::note_stderr();
     let (config, warnings) = Config::from_lookup(|k| std::env::var(k).ok());
     for w in &warnings {
-        crate::diag::message(&[w]);
+        crate::diag::message(&[&w.to_string()]);
     }
     let loaded = modules::scan();
     let here = init as *const () as usize as u64;

@@ -12,6 +12,7 @@ use crate::merge::{merge_profiles, read_all, remove};
 use crate::symbolize::symbolize;
 
 pub fn run(args: &ConvertArgs) -> Result<()> {
+    crate::spool::stdin_once(&args.profiles).context("standard input")?;
     let mut inputs: Vec<PathBuf> = Vec::new();
     for p in &args.profiles {
         if !inputs.contains(p) {

@@ -209,6 +209,7 @@ fn signed_bytes(d: i128) -> String {
 /// Prints the comparison; the exit status: 0, or [`limits::EXCEEDED`].
 pub fn run(args: &DiffArgs) -> Result<u8> {
     let (name_a, name_b) = (crate::spool::name(&args.a), crate::spool::name(&args.b));
+    crate::spool::all_exist(&[&args.a, &args.b]).map_err(|(n, e)| anyhow::anyhow!("{n}: {e}"))?;
     let a = load(&args.a).with_context(|| name_a.clone())?;
     let b = load(&args.b).with_context(|| name_b.clone())?;
     let (pa, pb) = (&a.profile, &b.profile);

@@ -103,6 +103,9 @@ impl LeftOut {
 }
 
 pub fn run(args: &ExportArgs) -> Result<()> {
+    if let Some(out) = &args.output {
+        crate::output::refuse_input_as_output(out, std::slice::from_ref(&args.file))?;
+    }
     let name = crate::spool::name(&args.file);
     let loaded = load(&args.file).with_context(|| name.clone())?;
     let focus = args.select.focus();
@@ -120,7 +123,7 @@ pub fn run(args: &ExportArgs) -> Result<()> {
                 skip.leave_out(&stacks, |s| !f.matches(&s.frames));
             }
             if skip.mpi_live_bytes > 0 {
-                eprintln!(
+                say!(
                     "wmhcct: left out {} stacks with {} bytes live that the MPI library \
                      allocated for itself (--mpi-internal keeps them)",
                     skip.mpi.len(),

@@ -52,14 +52,14 @@ fn limit(path: &Path) -> Duration {
         Ok(v) => match v.trim().parse::<u64>() {
             Ok(s) if (1..=MAX_LIMIT_SECS).contains(&s) => s,
             _ => {
-                eprintln!(
+                say!(
                     "wmhcct: warning: {TIMEOUT_VAR}={v:?}: expected whole seconds from 1 to {MAX_LIMIT_SECS}; using {default}"
                 );
                 default
             }
         },
         Err(std::env::VarError::NotUnicode(v)) => {
-            eprintln!(
+            say!(
                 "wmhcct: warning: {TIMEOUT_VAR}={v:?}: expected whole seconds from 1 to {MAX_LIMIT_SECS}; using {default}"
             );
             default

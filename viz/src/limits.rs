@@ -427,7 +427,7 @@ pub fn to_json(checked: &[Checked]) -> Value {
 pub fn status(checked: &[Checked]) -> u8 {
     match exceeded_line(checked) {
         Some(line) => {
-            eprintln!("{line}");
+            say!("{line}");
             EXCEEDED
         }
         None => 0,

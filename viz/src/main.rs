@@ -1,5 +1,8 @@
 //! `wmhcct`: run a program under the tracer, convert its profile to HDF5, report.
 
+#[macro_use]
+mod say;
+
 mod cli;
 mod contexts;
 mod convert;
@@ -71,7 +74,7 @@ fn main() -> ExitCode {
         Ok(code) => ExitCode::from(code),
         Err(e) => {
             let msg = format!("{e:#}").replace(['\n', '\r'], " ");
-            eprintln!("wmhcct: error: {msg}");
+            say!("wmhcct: error: {msg}");
             ExitCode::from(1)
         }
     }

@@ -45,6 +45,7 @@ pub fn expand(inputs: &[PathBuf]) -> Result<Vec<PathBuf>> {
 /// profiles (`meta.rank`); a profile without one, or repeating one already
 /// taken, gets the next free rank number.
 pub fn merge_profiles(profiles: Vec<(PathBuf, Profile)>) -> Result<Profile> {
+    refuse_one_process_twice(&profiles)?;
     let mut used = std::collections::HashSet::new();
     let mut nranks = 0u32;
     let mut capacity = Some(0usize);
@@ -91,6 +92,28 @@ pub fn merge_profiles(profiles: Vec<(PathBuf, Profile)>) -> Result<Profile> {
     Ok(job)
 }
 
+/// Refuse two inputs that are the same process's profile (the same host,
+/// pid and start: a copy of a spill file, or `-` fed the file also named):
+/// merged, its events would count twice, as a made-up extra rank.
+fn refuse_one_process_twice(profiles: &[(PathBuf, Profile)]) -> Result<()> {
+    let mut seen = std::collections::HashMap::new();
+    for (path, p) in profiles.iter().filter(|(_, p)| p.ranks.is_empty()) {
+        let m = &p.meta;
+        let key = (m.hostname.as_str(), m.pid, m.start_unix_ns);
+        if let Some(first) = seen.insert(key, path) {
+            bail!(
+                "{}: the same process's profile as {} (pid {} on {}{}): give it once",
+                crate::spool::name(first),
+                crate::spool::name(path),
+                m.pid,
+                m.hostname,
+                m.rank.map(|r| format!(", rank {r}")).unwrap_or_default()
+            );
+        }
+    }
+    Ok(())
+}
+
 pub fn read_all(files: &[PathBuf]) -> Result<Vec<(PathBuf, Profile)>> {
     files
         .iter()
@@ -103,6 +126,7 @@ pub fn read_all(files: &[PathBuf]) -> Result<Vec<(PathBuf, Profile)>> {
 }
 
 pub fn run(args: &MergeArgs) -> Result<()> {
+    crate::spool::stdin_once(&args.inputs).context("standard input")?;
     let files = expand(&args.inputs)?;
     crate::output::refuse_input_as_output(&args.output, &files)?;
     // A profile found in a spill directory that cannot be read (a rank
@@ -114,7 +138,7 @@ pub fn run(args: &MergeArgs) -> Result<()> {
         match read_profile(f) {
             Ok(p) => profiles.push((f.clone(), p)),
             Err(e) if !args.inputs.contains(f) => {
-                eprintln!("wmhcct: warning: skipping {}: {e}", f.display());
+                say!("wmhcct: warning: skipping {}: {e}", f.display());
             }
             Err(e) => return Err(e).with_context(|| crate::spool::name(f)),
         }
@@ -124,7 +148,7 @@ pub fn run(args: &MergeArgs) -> Result<()> {
     }
     let (profiles, earlier) = leave_out_earlier_launches(profiles, &args.inputs);
     for (dir, names) in &earlier {
-        eprintln!(
+        say!(
             "wmhcct: warning: {}: leaving out {} profile(s) of an earlier launch than its newest ({}); name them to merge them",
             dir.display(),
             names.len(),
@@ -139,7 +163,7 @@ pub fn run(args: &MergeArgs) -> Result<()> {
         // Only what was merged: an earlier launch's profiles stay.
         remove(&merged)?;
     }
-    eprintln!(
+    say!(
         "wmhcct: merged {} profile(s) of {} rank(s) into {}",
         profiles_read,
         job.ranks.len(),

@@ -49,13 +49,18 @@ fn to_stdout(bytes: &[u8]) -> Result<()> {
 
 /// Write `bytes` (a text, a script) at `out`: a regular file is replaced
 /// through its links, a stream written into.
+/// A regular file is written under a temporary name and renamed into
+/// place, so a failed write (a full disk) leaves the old file as it was.
 pub fn write_bytes(out: &Path, bytes: &[u8]) -> Result<()> {
     match target(out)? {
-        Target::File(p) => std::fs::write(&p, bytes),
-        Target::Stream(p) => open_stream(&p).and_then(|mut f| f.write_all(bytes)),
+        Target::File(p) => replace_file(out, &p, |tmp| {
+            std::fs::write(tmp, bytes).with_context(|| out.display().to_string())
+        }),
+        Target::Stream(p) => open_stream(&p)
+            .and_then(|mut f| f.write_all(bytes))
+            .with_context(|| out.display().to_string()),
         Target::Directory(_) => unreachable!("refused by target()"),
     }
-    .with_context(|| out.display().to_string())
 }
 
 /// Write a binary file (an HDF5 report) at `out` with `write`, which makes
@@ -77,16 +82,7 @@ pub fn write_file(out: &Path, write: impl FnOnce(&Path) -> Result<()>) -> Result
         });
     }
     match target(out)? {
-        Target::File(p) => {
-            let tmp = wmhcct_format::report_temp_beside(&p, std::process::id());
-            let result = write(&tmp).and_then(|()| {
-                std::fs::rename(&tmp, &p).with_context(|| out.display().to_string())
-            });
-            if result.is_err() {
-                let _ = std::fs::remove_file(&tmp);
-            }
-            result
-        }
+        Target::File(p) => replace_file(out, &p, write),
         Target::Stream(p) => through_temp(out, write, |from| {
             let mut to = open_stream(&p).with_context(|| out.display().to_string())?;
             std::io::copy(from, &mut to).with_context(|| out.display().to_string())?;
@@ -94,6 +90,19 @@ pub fn write_file(out: &Path, write: impl FnOnce(&Path) -> Result<()>) -> Result
         }),
         Target::Directory(_) => unreachable!("refused by target()"),
     }
+}
+
+/// Make the regular file `p` (named `out` in messages) with `write` under
+/// a temporary name beside it, then rename it into place; on failure the
+/// temporary file is removed and `p` left as it was.
+fn replace_file(out: &Path, p: &Path, write: impl FnOnce(&Path) -> Result<()>) -> Result<()> {
+    let tmp = wmhcct_format::report_temp_beside(p, std::process::id());
+    let result = write(&tmp)
+        .and_then(|()| std::fs::rename(&tmp, p).with_context(|| out.display().to_string()));
+    if result.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    result
 }
 
 /// Refuse an output that is one of the command's input files (the same
@@ -113,7 +122,7 @@ pub fn refuse_input_as_output(out: &Path, inputs: &[PathBuf]) -> Result<()> {
     for input in inputs {
         if std::fs::metadata(input).is_ok_and(|i| (i.dev(), i.ino()) == (o.dev(), o.ino())) {
             bail!(
-                "{}: is also an input ({}): the report would replace it; give the report another name",
+                "{}: is also an input ({}): the output would replace it; give the output another name",
                 out.display(),
                 input.display()
             );

@@ -50,6 +50,10 @@ pub fn pe<E: std::error::Error + Send + Sync>(e: DrawingAreaErrorKind<E>) -> any
     anyhow::anyhow!("drawing: {e}")
 }
 
+/// Draw `p` into PNG and/or SVG files in `dir`, named in `out`. Each is
+/// drawn in memory and written by `output::write_bytes`: under a temporary
+/// name renamed into place, so a full disk leaves no cut picture, and a
+/// failure names the file.
 fn emit<P: Plot>(
     p: &P,
     d: &Data,
@@ -59,25 +63,48 @@ fn emit<P: Plot>(
 ) -> Result<()> {
     if matches!(fmt, PlotFormat::Png | PlotFormat::Both) {
         let path = dir.join(format!("{}.png", p.name()));
-        {
-            let root = BitMapBackend::new(&path, SIZE).into_drawing_area();
-            root.fill(&WHITE).map_err(pe)?;
-            p.draw(&root, d)?;
-            root.present().map_err(pe)?;
-        }
+        let mut rgb = vec![0u8; SIZE.0 as usize * SIZE.1 as usize * 3];
+        draw(p, d, BitMapBackend::with_buffer(&mut rgb, SIZE))
+            .with_context(|| path.display().to_string())?;
+        let png = encode_png(&rgb, SIZE).with_context(|| path.display().to_string())?;
+        crate::output::write_bytes(&path, &png)?;
         out.push(path);
     }
     if matches!(fmt, PlotFormat::Svg | PlotFormat::Both) {
         let path = dir.join(format!("{}.svg", p.name()));
-        {
-            let root = SVGBackend::new(&path, SIZE).into_drawing_area();
-            root.fill(&WHITE).map_err(pe)?;
-            p.draw(&root, d)?;
-            root.present().map_err(pe)?;
-        }
+        let mut svg = String::new();
+        draw(p, d, SVGBackend::with_string(&mut svg, SIZE))
+            .with_context(|| path.display().to_string())?;
+        crate::output::write_bytes(&path, svg.as_bytes())?;
         out.push(path);
     }
     Ok(())
+}
+
+/// Draw `p` on a white `backend`.
+fn draw<P: Plot, DB: DrawingBackend>(p: &P, d: &Data, backend: DB) -> Result<()>
+where
+    DB::ErrorType: 'static,
+{
+    let root = backend.into_drawing_area();
+    root.fill(&WHITE).map_err(pe)?;
+    p.draw(&root, d)?;
+    root.present().map_err(pe)
+}
+
+/// An RGB picture of `size` pixels as a PNG file's bytes.
+fn encode_png(rgb: &[u8], size: (u32, u32)) -> Result<Vec<u8>> {
+    let mut bytes = Vec::new();
+    let mut enc = png::Encoder::new(&mut bytes, size.0, size.1);
+    enc.set_color(png::ColorType::Rgb);
+    enc.set_depth(png::BitDepth::Eight);
+    // Filters chosen per row: plots are flat areas and thin lines, which
+    // this shrinks to under half the size of the default filter's.
+    enc.set_adaptive_filter(png::AdaptiveFilterType::Adaptive);
+    let mut w = enc.write_header().context("encoding PNG")?;
+    w.write_image_data(rgb).context("encoding PNG")?;
+    w.finish().context("encoding PNG")?;
+    Ok(bytes)
 }
 
 pub fn run(args: &PlotArgs) -> Result<()> {
@@ -129,11 +156,10 @@ pub fn run(args: &PlotArgs) -> Result<()> {
     };
     let mut written = Vec::new();
     let mut skipped = Vec::new();
-    let ctx = |p: &Path| p.display().to_string();
     // Each plot into PNG and/or SVG files, named in `written`.
     macro_rules! draw {
         ($plot:expr) => {
-            emit(&$plot, &d, dir, args.format, &mut written).with_context(|| ctx(dir))?
+            emit(&$plot, &d, dir, args.format, &mut written)?
         };
     }
     if d.profile.series.as_ref().is_some_and(|s| !s.is_empty()) {
@@ -150,20 +176,21 @@ pub fn run(args: &PlotArgs) -> Result<()> {
         skipped.push("sizes (the report has no size classes)");
     }
     let flame = dir.join("flame.svg");
-    std::fs::write(&flame, crate::flame::svg(&d)).with_context(|| ctx(&flame))?;
+    crate::output::write_bytes(&flame, crate::flame::svg(&d).as_bytes())?;
     written.push(flame);
     let index = dir.join(crate::plot_index::NAME);
     let title = crate::plot_title::title(&d.profile, "wmhcct report");
-    std::fs::write(&index, crate::plot_index::html(&title, &text, &written))
-        .with_context(|| ctx(&index))?;
+    let html = crate::plot_index::html(&title, &text, &written);
+    crate::output::write_bytes(&index, html.as_bytes())?;
     written.push(index);
+    let mut listing = String::new();
     for w in &written {
-        println!("{}", w.display());
+        listing += &format!("{}\n", w.display());
     }
     for s in &skipped {
-        println!("skipped {s}");
+        listing += &format!("skipped {s}\n");
     }
-    Ok(())
+    crate::output::emit(&listing, None)
 }
 
 /// `bytes` in MiB.

@@ -69,9 +69,55 @@ fn trace(cmd: &mut Command, args: &RunArgs, preload: OsString) {
     }
 }
 
+/// The settings `args` gives the tracer (option, variable, value).
+fn option_settings(args: &RunArgs) -> Vec<(&'static str, &'static str, String)> {
+    [
+        ("--phi", "WMHCCT_PHI", args.phi.map(|v| v.to_string())),
+        (
+            "--epsilon",
+            "WMHCCT_EPSILON",
+            args.epsilon.map(|v| v.to_string()),
+        ),
+        ("--unwind", "WMHCCT_UNWIND", args.unwind.clone()),
+    ]
+    .into_iter()
+    .filter_map(|(opt, var, v)| v.map(|v| (opt, var, v)))
+    .collect()
+}
+
+/// The first option whose setting the tracer would refuse (it would warn
+/// and go on with the default, not what was asked for), by the tracer's
+/// own rules, with the rest of the settings from the environment (ε is
+/// checked against the φ in force): the option, its value and what it
+/// accepts.
+fn refused_option(args: &RunArgs) -> Option<(&'static str, String, &'static str)> {
+    let given = option_settings(args);
+    let lookup = |k: &str| {
+        given
+            .iter()
+            .find(|g| g.1 == k)
+            .map(|g| g.2.clone())
+            .or_else(|| std::env::var(k).ok())
+    };
+    let (_, rejected) = wmhcct_format::settings::Config::from_lookup(lookup);
+    rejected.iter().find_map(|r| {
+        let (opt, _, value) = given.iter().find(|g| g.1 == r.var)?;
+        Some((*opt, value.clone(), r.accepted))
+    })
+}
+
 /// Run the command; returns the exit code to pass on (128 + signal when
 /// killed; 127 when it is not found, 126 when it cannot be executed).
 pub fn run(args: &RunArgs) -> Result<i32> {
+    if let Some((opt, value, accepted)) = refused_option(args) {
+        use clap::CommandFactory as _;
+        crate::cli::Cli::command()
+            .error(
+                clap::error::ErrorKind::InvalidValue,
+                format!("invalid value '{value}' for '{opt}': expected {accepted}"),
+            )
+            .exit();
+    }
     let lib = find_lib(args.lib.as_ref())?;
     let lib = std::fs::canonicalize(&lib).unwrap_or(lib);
     let mut preload = OsString::from(lib.as_os_str());
@@ -118,7 +164,7 @@ pub fn run(args: &RunArgs) -> Result<i32> {
         // 126 for one found but not executable.
         Err(e) => {
             let name = PathBuf::from(program).display().to_string();
-            eprintln!("wmhcct: error: {name}: cannot start: {e}");
+            say!("wmhcct: error: {name}: cannot start: {e}");
             return Ok(if e.kind() == std::io::ErrorKind::NotFound {
                 127
             } else {
@@ -138,7 +184,7 @@ pub fn run(args: &RunArgs) -> Result<i32> {
         None => no_report_line(program, outcome, status.signal()),
     };
     if let Some(line) = line {
-        eprintln!("{line}");
+        say!("{line}");
     }
     if let Some(sig) = status.signal() {
         crate::forward::die_of(sig);

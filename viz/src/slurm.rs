@@ -262,7 +262,7 @@ pub fn run(args: &SlurmArgs) -> Result<()> {
     if std::env::var_os("WMHCCT_MPI_LIB").is_none()
         && !side_libs.iter().any(|n| lib.with_file_name(n).is_file())
     {
-        eprintln!(
+        say!(
             "wmhcct: warning: {} is not next to {}: the ranks will leave spill files instead of one report",
             MPI_LIB_NAME,
             lib.display()
@@ -282,13 +282,13 @@ pub fn run(args: &SlurmArgs) -> Result<()> {
     match &args.output {
         Some(path) => {
             crate::output::write_bytes(path, script.as_bytes())?;
-            eprintln!(
+            say!(
                 "wmhcct: wrote {}; submit it with: sbatch {}",
                 path.display(),
                 wmhcct_format::shell_word(path)
             );
         }
-        None => print!("{script}"),
+        None => crate::output::emit(&script, None)?,
     }
     Ok(())
 }

@@ -55,6 +55,26 @@ pub fn is_stdin(path: &Path) -> bool {
     path.as_os_str() == STDIN
 }
 
+/// Refuse `-` named more than once among `inputs`, before any is read (a
+/// command that would otherwise take the same path once).
+pub fn stdin_once(inputs: &[PathBuf]) -> Result<(), InputError> {
+    if inputs.iter().filter(|p| is_stdin(p)).count() > 1 {
+        return Err(InputError::StdinTwice);
+    }
+    Ok(())
+}
+
+/// Check that every input that is not `-` exists, before any is opened:
+/// opening a FIFO waits for its writer, and a later input's missing file
+/// should not be found only after that wait. Returns the first missing
+/// one's name with the error.
+pub fn all_exist(inputs: &[&Path]) -> Result<(), (String, std::io::Error)> {
+    for p in inputs.iter().filter(|p| !is_stdin(p)) {
+        std::fs::metadata(p).map_err(|e| (name(p), e))?;
+    }
+    Ok(())
+}
+
 /// `path` as a file that can be read again: itself when it is a regular
 /// file (or anything else that is not a stream), else a copy of the stream.
 pub fn open(path: &Path) -> Result<Input, InputError> {

@@ -828,3 +828,270 @@ fn run_finds_the_library_beside_the_executable() {
         lib.to_string_lossy()
     );
 }
+
+// ------------------------------------------------------------- outputs
+
+/// `wmhcct args…` in `dir` through bash, with `setup` (shell commands) run
+/// first: for limits (`ulimit -f`) and redirections the test needs.
+fn in_shell(dir: &Path, setup: &str, args: &str) -> Output {
+    Command::new("bash")
+        .arg("-c")
+        .arg(format!("{setup}; exec \"$0\" {args}"))
+        .arg(env!("CARGO_BIN_EXE_wmhcct"))
+        .current_dir(dir)
+        .output()
+        .unwrap()
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+#[test]
+fn a_stdout_or_stderr_that_cannot_be_written_ends_no_command_in_a_panic() {
+    let dir = tempfile::tempdir().unwrap();
+    convert(dir.path(), &sample(None));
+    // Standard output on a full device: one line, exit 1.
+    for args in [
+        "slurm --ntasks 2 ./app",
+        "plot report.h5 --out-dir pl",
+        "report report.h5",
+        "export report.h5 --format folded",
+    ] {
+        let o = in_shell(dir.path(), "exec >/dev/full", args);
+        assert_eq!(o.status.code(), Some(1), "{args}: {}", stderr(&o));
+        let err = stderr(&o);
+        assert_eq!(err.lines().count(), 1, "{args}: {err:?}");
+        assert!(
+            err.starts_with("wmhcct: error: <stdout>: No space left"),
+            "{args}: {err:?}"
+        );
+    }
+    // A reader that went away: quiet, exit 0.
+    for args in ["slurm --ntasks 2 ./app", "plot report.h5 --out-dir pl2"] {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_wmhcct"))
+            .args(args.split(' '))
+            .current_dir(dir.path())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        drop(child.stdout.take());
+        let o = child.wait_with_output().unwrap();
+        assert_eq!(o.status.code(), Some(0), "{args}: {}", stderr(&o));
+        assert_eq!(stderr(&o), "", "{args}");
+    }
+    // Standard error on a full device: the result and the exit status
+    // stand (a merge that succeeded, a budget exceeded).
+    let prof = write_profile(dir.path(), "p.wmprof", &sample(None));
+    let o = in_shell(dir.path(), "exec 2>/dev/full", "merge p.wmprof -o m.h5");
+    assert_eq!(o.status.code(), Some(0));
+    assert!(dir.path().join("m.h5").is_file());
+    let o = in_shell(
+        dir.path(),
+        "exec >/dev/null 2>/dev/full",
+        "report report.h5 --max peak=0",
+    );
+    assert_eq!(o.status.code(), Some(3));
+    assert!(prof.is_file());
+}
+
+/// The names in `dir`, sorted.
+fn names_in(dir: &Path) -> Vec<String> {
+    let mut v: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    v.sort();
+    v
+}
+
+#[test]
+fn a_write_that_fails_leaves_the_old_file_and_no_cut_one() {
+    let dir = tempfile::tempdir().unwrap();
+    convert(dir.path(), &sample(None));
+    let whole = run(&[
+        os("export"),
+        dir.path().join("report.h5").as_os_str(),
+        os("--format"),
+        os("json"),
+    ]);
+    assert!(
+        whole.stdout.len() > 2048,
+        "the export must outgrow the limit"
+    );
+    // Files may grow to 1 KiB (bash's `ulimit -f` counts KiB); SIGXFSZ
+    // ignored, so a write past it fails with EFBIG.
+    let limit = "trap '' XFSZ; ulimit -f 1";
+    std::fs::write(dir.path().join("out.json"), "old").unwrap();
+    std::fs::write(dir.path().join("job.sbatch"), "old").unwrap();
+    let o = in_shell(
+        dir.path(),
+        limit,
+        "export report.h5 --format json -o out.json",
+    );
+    assert_one_line_error(&o, Path::new("out.json"));
+    assert_eq!(std::fs::read(dir.path().join("out.json")).unwrap(), b"old");
+    // Plots: none cut, and the error names the picture.
+    std::fs::create_dir(dir.path().join("pl")).unwrap();
+    let o = in_shell(dir.path(), limit, "plot report.h5 --out-dir pl");
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert_eq!(err.lines().count(), 1, "{err:?}");
+    assert!(err.starts_with("wmhcct: error: pl/"), "{err:?}");
+    assert!(err.contains("File too large"), "{err:?}");
+    assert!(!err.contains("Error("), "debug text: {err:?}");
+    for name in names_in(&dir.path().join("pl")) {
+        let len = std::fs::metadata(dir.path().join("pl").join(&name))
+            .unwrap()
+            .len();
+        assert!(!name.starts_with('.'), "temporary file left: {name}");
+        // Whatever was written before the limit was met is whole.
+        assert!(len <= 1024, "{name}: {len} bytes");
+    }
+    assert_eq!(
+        names_in(dir.path()),
+        ["job.sbatch", "out.json", "pl", "report.h5"]
+    );
+}
+
+#[test]
+fn export_refuses_its_input_as_its_output() {
+    let dir = tempfile::tempdir().unwrap();
+    let report = convert(dir.path(), &sample(None));
+    let before = std::fs::read(&report).unwrap();
+    let o = run(&[
+        os("export"),
+        report.as_os_str(),
+        os("--format"),
+        os("folded"),
+        os("-o"),
+        report.as_os_str(),
+    ]);
+    let err = assert_one_line_error(&o, &report);
+    assert!(err.contains("is also an input"), "{err}");
+    assert_eq!(std::fs::read(&report).unwrap(), before);
+}
+
+#[test]
+fn merge_and_convert_refuse_one_process_given_twice() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = sample(None);
+    let a = write_profile(dir.path(), "rank-0.wmprof", &p);
+    let copy = write_profile(dir.path(), "copy.wmprof", &p);
+    let out = dir.path().join("job.h5");
+    for cmd in ["merge", "convert"] {
+        let o = run(&[
+            os(cmd),
+            a.as_os_str(),
+            copy.as_os_str(),
+            os("-o"),
+            out.as_os_str(),
+        ]);
+        let err = assert_one_line_error(&o, &a);
+        assert!(
+            err.contains("the same process's profile as") && err.contains("copy.wmprof (pid 4242"),
+            "{err}"
+        );
+        // `-` named twice, or fed a file also named.
+        for args in [vec!["-", "-"], vec!["-", "rank-0.wmprof"]] {
+            let o = Command::new(env!("CARGO_BIN_EXE_wmhcct"))
+                .arg(cmd)
+                .args(&args)
+                .args(["-o", "job.h5"])
+                .current_dir(dir.path())
+                .stdin(std::fs::File::open(&a).unwrap())
+                .output()
+                .unwrap();
+            let err = assert_one_line_error(&o, Path::new("standard input"));
+            assert!(
+                err.contains("given more than once") || err.contains("same process"),
+                "{cmd} {args:?}: {err}"
+            );
+        }
+        assert!(!out.exists());
+    }
+}
+
+#[test]
+fn diff_finds_a_missing_input_before_it_waits_on_a_fifo() {
+    let dir = tempfile::tempdir().unwrap();
+    let fifo = dir.path().join("nobody-writes");
+    assert!(Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap()
+        .success());
+    let missing = dir.path().join("missing.h5");
+    let mut child = wmhcct()
+        .arg("diff")
+        .arg(&fifo)
+        .arg(&missing)
+        .stderr(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let start = std::time::Instant::now();
+    while child.try_wait().unwrap().is_none() {
+        if start.elapsed() > std::time::Duration::from_secs(20) {
+            let _ = child.kill();
+            // Unblock it for good measure, then fail.
+            let _ = std::fs::OpenOptions::new().write(true).open(&fifo);
+            panic!("diff waited on the FIFO");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let o = child.wait_with_output().unwrap();
+    let err = assert_one_line_error(&o, &missing);
+    assert!(err.contains("No such file"), "{err}");
+}
+
+#[test]
+fn run_refuses_option_values_the_tracer_would_not_take() {
+    let dir = tempfile::tempdir().unwrap();
+    let Some(lib) = empty_lib(dir.path()) else {
+        eprintln!("gcc unavailable: skipped");
+        return;
+    };
+    let marker = dir.path().join("ran");
+    for (args, named) in [
+        (vec!["--unwind", "sideways"], "'--unwind'"),
+        (vec!["--phi", "2"], "'--phi'"),
+        (vec!["--epsilon", "0"], "'--epsilon'"),
+        // ε above the φ in force (the default 1e-4).
+        (vec!["--epsilon", "0.001"], "'--epsilon'"),
+    ] {
+        let o = wmhcct()
+            .arg("run")
+            .args(&args)
+            .arg("--lib")
+            .arg(&lib)
+            .args(["--", "touch"])
+            .arg(&marker)
+            .env_remove("WMHCCT_PHI")
+            .output()
+            .unwrap();
+        let err = stderr(&o);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.contains(named) && err.contains("expected"), "{err}");
+        assert!(!marker.exists(), "{args:?}: the command ran");
+    }
+    // ε within a φ given by option or by the environment.
+    for (args, env_phi) in [
+        (vec!["--phi", "0.01", "--epsilon", "0.001"], None),
+        (vec!["--epsilon", "0.001"], Some("0.01")),
+    ] {
+        let mut cmd = wmhcct();
+        cmd.arg("run")
+            .args(&args)
+            .arg("--lib")
+            .arg(&lib)
+            .args(["--", "true"]);
+        match env_phi {
+            Some(v) => cmd.env("WMHCCT_PHI", v),
+            None => cmd.env_remove("WMHCCT_PHI"),
+        };
+        let o = cmd.output().unwrap();
+        assert!(o.status.success(), "{args:?}: {}", stderr(&o));
+    }
+}

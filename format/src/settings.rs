@@ -1,6 +1,8 @@
-//! Configuration from `WMHCCT_*` environment variables. Every value is
-//! validated: a bad one yields a message naming the variable and the accepted
-//! values, and the default is used.
+//! The tracer's settings from `WMHCCT_*` environment variables. Every
+//! value is validated: a bad one yields a [`Rejected`] naming the variable
+//! and the accepted values, and the default is used. Here, not in the
+//! tracer, so that `wmhcct run` checks the settings its options give with
+//! the same rules before it starts the command.
 
 use std::path::PathBuf;
 
@@ -147,16 +149,38 @@ impl Default for Config {
     }
 }
 
-fn bad(var: &str, value: &str, accepted: &str) -> String {
-    format!("{var}={value:?} is not valid: expected {accepted}; using the default")
+/// A setting refused: the variable, its value and what it accepts.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Rejected {
+    pub var: &'static str,
+    pub value: String,
+    pub accepted: &'static str,
+}
+
+impl std::fmt::Display for Rejected {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{}={:?} is not valid: expected {}; using the default",
+            self.var, self.value, self.accepted
+        )
+    }
+}
+
+fn bad(var: &'static str, value: &str, accepted: &'static str) -> Rejected {
+    Rejected {
+        var,
+        value: value.to_string(),
+        accepted,
+    }
 }
 
 fn parse_f64_in(
-    var: &str,
+    var: &'static str,
     value: &str,
     ok: impl Fn(f64) -> bool,
-    accepted: &str,
-    warnings: &mut Vec<String>,
+    accepted: &'static str,
+    warnings: &mut Vec<Rejected>,
 ) -> Option<f64> {
     match value.trim().parse::<f64>() {
         Ok(v) if v.is_finite() && ok(v) => Some(v),
@@ -168,11 +192,11 @@ fn parse_f64_in(
 }
 
 fn parse_u64_in(
-    var: &str,
+    var: &'static str,
     value: &str,
     range: std::ops::RangeInclusive<u64>,
-    accepted: &str,
-    warnings: &mut Vec<String>,
+    accepted: &'static str,
+    warnings: &mut Vec<Rejected>,
 ) -> Option<u64> {
     match value.trim().parse::<u64>() {
         Ok(v) if range.contains(&v) => Some(v),
@@ -208,9 +232,9 @@ fn parse_size(value: &str) -> Option<u64> {
 
 impl Config {
     /// Parse the configuration from a variable lookup (the environment in the
-    /// tracer, a map in tests). Returns the configuration and one message per
-    /// rejected setting.
-    pub fn from_lookup(get: impl Fn(&str) -> Option<String>) -> (Config, Vec<String>) {
+    /// tracer, a map in tests). Returns the configuration and each rejected
+    /// setting.
+    pub fn from_lookup(get: impl Fn(&str) -> Option<String>) -> (Config, Vec<Rejected>) {
         let mut c = Config::default();
         let mut w = Vec::new();
         if let Some(v) = get("WMHCCT_OUT") {
@@ -426,7 +450,7 @@ mod tests {
         }
     }
 
-    fn parse(pairs: &[(&str, &str)]) -> (Config, Vec<String>) {
+    fn parse(pairs: &[(&str, &str)]) -> (Config, Vec<Rejected>) {
         let m: HashMap<String, String> = pairs
             .iter()
             .map(|(k, v)| (k.to_string(), v.to_string()))
@@ -521,7 +545,11 @@ mod tests {
         ] {
             let (c, w) = parse(&[(var, val)]);
             assert_eq!(w.len(), 1, "{var}={val}: {w:?}");
-            assert!(w[0].contains(var) && w[0].contains("expected"), "{}", w[0]);
+            let msg = w[0].to_string();
+            assert!(
+                w[0].var == var && msg.contains(var) && msg.contains("expected"),
+                "{msg}"
+            );
             let d = Config::default();
             assert_eq!(
                 (c.phi, c.max_depth, c.unwind),
