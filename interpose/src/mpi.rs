@@ -84,6 +84,77 @@ static TYPE_SIZE_C: AtomicUsize = AtomicUsize::new(0);
 static COMM_SIZE_C: AtomicUsize = AtomicUsize::new(0);
 static TYPE_SIZE_F: AtomicUsize = AtomicUsize::new(0);
 static COMM_SIZE_F: AtomicUsize = AtomicUsize::new(0);
+static COMM_RANK_C: AtomicUsize = AtomicUsize::new(0);
+static COMM_RANK_F: AtomicUsize = AtomicUsize::new(0);
+
+/// What tells the two MPI families' special handles apart, looked up once
+/// from the loaded MPI library's data symbols.
+mod family {
+    use std::ffi::CStr;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    use crate::guard::Guard;
+
+    /// Cached as this when looked up and absent (no object is at address 1).
+    const ABSENT: usize = 1;
+
+    /// The address of the data symbol `name` (0: none), looked up once.
+    fn data_symbol(cache: &AtomicUsize, name: &CStr) -> usize {
+        match cache.load(Ordering::Acquire) {
+            0 => {
+                let _g = Guard::acquire();
+                let a = crate::loaded_symbol::lookup(libc::RTLD_DEFAULT, name);
+                cache.store(if a == 0 { ABSENT } else { a }, Ordering::Release);
+                a
+            }
+            ABSENT => 0,
+            a => a,
+        }
+    }
+
+    static DATATYPE_NULL: AtomicUsize = AtomicUsize::new(0);
+
+    /// Open MPI's C `MPI_DATATYPE_NULL` (`&ompi_mpi_datatype_null`); `None`
+    /// in the MPICH family.
+    pub fn open_mpi_null_type() -> Option<usize> {
+        match data_symbol(&DATATYPE_NULL, c"ompi_mpi_datatype_null") {
+            0 => None,
+            a => Some(a),
+        }
+    }
+
+    static IN_PLACE: [AtomicUsize; 5] = [const { AtomicUsize::new(0) }; 5];
+    /// Open MPI's Fortran `MPI_IN_PLACE` in each mangling of its common
+    /// block, and MPICH's pointer to its own (`MPIR_F_MPI_IN_PLACE`).
+    const IN_PLACE_NAMES: [&CStr; 5] = [
+        c"mpi_fortran_in_place_",
+        c"mpi_fortran_in_place",
+        c"mpi_fortran_in_place__",
+        c"MPI_FORTRAN_IN_PLACE",
+        c"MPIR_F_MPI_IN_PLACE",
+    ];
+
+    /// Whether `buf` is the Fortran `MPI_IN_PLACE` of the process's MPI.
+    pub fn fortran_in_place(buf: usize) -> bool {
+        IN_PLACE_NAMES
+            .iter()
+            .zip(&IN_PLACE)
+            .enumerate()
+            .any(|(i, (name, cache))| {
+                let a = data_symbol(cache, name);
+                if a == 0 {
+                    return false;
+                }
+                if i == IN_PLACE_NAMES.len() - 1 {
+                    // SAFETY: MPICH's `void *MPIR_F_MPI_IN_PLACE`, a
+                    // pointer-sized variable at this address.
+                    unsafe { *(a as *const usize) == buf }
+                } else {
+                    a == buf
+                }
+            })
+    }
+}
 
 type CQuery = unsafe extern "C" fn(usize, *mut c_int) -> c_int;
 type FQuery = unsafe extern "C" fn(usize, *mut c_int, *mut c_int);
@@ -137,11 +208,59 @@ impl Abi {
         out as i64
     }
 
+    /// The size of datatype `dt`; 0 for `MPI_DATATYPE_NULL`, which MPI
+    /// must not be asked about: its error handler (fatal by default)
+    /// would end the job over an argument the standard says is ignored
+    /// (`MPI_Allgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, …)`).
     fn type_size(self, dt: usize) -> i64 {
+        if self.null_type(dt) {
+            return 0;
+        }
         self.query(
             (&TYPE_SIZE_C, c"PMPI_Type_size"),
             (&TYPE_SIZE_F, c"pmpi_type_size_"),
             dt,
+        )
+    }
+
+    /// Whether `dt` is `MPI_DATATYPE_NULL` in this process's MPI family:
+    /// Open MPI's is the address of `ompi_mpi_datatype_null` in C and 0 in
+    /// Fortran, the MPICH family's `0x0c000000` in both.
+    fn null_type(self, dt: usize) -> bool {
+        const MPICH_NULL: u32 = 0x0c00_0000;
+        let open_mpi = family::open_mpi_null_type();
+        match self {
+            // A C int handle (MPICH) is passed in a 64-bit register whose
+            // upper half is unspecified.
+            Abi::C => match open_mpi {
+                Some(null) => dt == null || dt == 0,
+                None => dt as u32 == MPICH_NULL,
+            },
+            Abi::Fortran => {
+                let v = self.int(dt) as u32;
+                match open_mpi {
+                    Some(_) => v == 0,
+                    None => v == MPICH_NULL,
+                }
+            }
+        }
+    }
+
+    /// Whether the buffer argument `buf` is `MPI_IN_PLACE`: `(void *)1`
+    /// (Open MPI) or `(void *)-1` (MPICH) in C; in Fortran the address of
+    /// the MPI library's in-place variable.
+    fn in_place(self, buf: usize) -> bool {
+        match self {
+            Abi::C => buf == 1 || buf == usize::MAX,
+            Abi::Fortran => buf != 0 && family::fortran_in_place(buf),
+        }
+    }
+
+    fn comm_rank(self, comm: usize) -> i64 {
+        self.query(
+            (&COMM_RANK_C, c"PMPI_Comm_rank"),
+            (&COMM_RANK_F, c"pmpi_comm_rank_"),
+            comm,
         )
     }
 
@@ -162,12 +281,113 @@ pub mod bytes {
         0
     }
 
+    /// `count` elements of `dt`; a count of 0 (or less) without asking MPI
+    /// the type's size, since the type may be one the call ignores.
     pub fn count(abi: Abi, count: usize, dt: usize) -> u64 {
-        (abi.int(count).max(0) * abi.type_size(dt).max(0)) as u64
+        let n = abi.int(count);
+        if n <= 0 {
+            return 0;
+        }
+        (n * abi.type_size(dt).max(0)) as u64
     }
 
-    pub fn comm(abi: Abi, count: usize, dt: usize, comm: usize) -> u64 {
-        self::count(abi, count, dt) * abi.comm_size(comm).max(0) as u64
+    /// `count` of `dt`, or where `buf` is `MPI_IN_PLACE` (which makes
+    /// `count` and `dt` ignored) `alt_count` of `alt_dt`: this rank's part
+    /// of the data either way (Gather and Allgather send side, Scatter
+    /// receive side).
+    pub fn in_place(
+        abi: Abi,
+        buf: usize,
+        count: usize,
+        dt: usize,
+        alt_count: usize,
+        alt_dt: usize,
+    ) -> u64 {
+        if abi.in_place(buf) {
+            self::count(abi, alt_count, alt_dt)
+        } else {
+            self::count(abi, count, dt)
+        }
+    }
+
+    /// [`in_place`] times the communicator's size (Alltoall).
+    pub fn comm_in_place(
+        abi: Abi,
+        buf: usize,
+        count: usize,
+        dt: usize,
+        alt_count: usize,
+        alt_dt: usize,
+        comm: usize,
+    ) -> u64 {
+        in_place(abi, buf, count, dt, alt_count, alt_dt) * abi.comm_size(comm).max(0) as u64
+    }
+
+    /// [`sum`] of `counts`, or of `alt_counts` where `buf` is
+    /// `MPI_IN_PLACE` (Alltoallv: `counts` is then ignored, may be NULL).
+    pub fn sum_in_place(
+        abi: Abi,
+        buf: usize,
+        counts: usize,
+        dt: usize,
+        alt_counts: usize,
+        alt_dt: usize,
+        comm: usize,
+    ) -> u64 {
+        if abi.in_place(buf) {
+            sum(abi, alt_counts, alt_dt, comm)
+        } else {
+            sum(abi, counts, dt, comm)
+        }
+    }
+
+    /// `count` of `dt`, or where `buf` is `MPI_IN_PLACE` (only at the
+    /// root) the root's own entry of the root's `alt_counts` (Gatherv,
+    /// Scatterv).
+    pub fn in_place_at_root(
+        abi: Abi,
+        buf: usize,
+        count: usize,
+        dt: usize,
+        alt_counts: usize,
+        alt_dt: usize,
+        root: usize,
+    ) -> u64 {
+        if !abi.in_place(buf) {
+            return self::count(abi, count, dt);
+        }
+        entry(abi, alt_counts, abi.int(root), alt_dt)
+    }
+
+    /// `count` of `dt`, or where `buf` is `MPI_IN_PLACE` this rank's entry
+    /// of `alt_counts` (Allgatherv).
+    pub fn in_place_own(
+        abi: Abi,
+        buf: usize,
+        count: usize,
+        dt: usize,
+        alt_counts: usize,
+        alt_dt: usize,
+        comm: usize,
+    ) -> u64 {
+        if !abi.in_place(buf) {
+            return self::count(abi, count, dt);
+        }
+        entry(abi, alt_counts, abi.comm_rank(comm), alt_dt)
+    }
+
+    /// `counts[i]` elements of `dt` (0 for no array or a negative index).
+    fn entry(abi: Abi, counts: usize, i: i64, dt: usize) -> u64 {
+        if counts == 0 || i < 0 {
+            return 0;
+        }
+        // SAFETY: MPI requires `counts` to hold one int per rank of the
+        // communicator, and `i` is a rank of it.
+        let n = unsafe { *(counts as *const i32).add(i as usize) } as i64;
+        if n <= 0 {
+            return 0;
+        }
+        (n * abi.type_size(dt).max(0)) as u64
     }
 
     pub fn sum(abi: Abi, counts: usize, dt: usize, comm: usize) -> u64 {
@@ -232,10 +452,17 @@ pub fn event(
     };
     let e = crate::errno::get();
     if let Some(g) = Guard::acquire_event() {
-        crate::tracer::on_mpi(&g, kind, b);
-        if kind == KIND_ALLOC_MEM && rc == 0 && base != 0 {
+        // A failed MPI_Alloc_mem counts as a call of 0 bytes, as a failed
+        // malloc does, in both its rows (the MPI call and the allocation).
+        let failed = kind == KIND_ALLOC_MEM && (rc != 0 || base == 0);
+        crate::tracer::on_mpi(&g, kind, if failed { 0 } else { b });
+        if kind == KIND_ALLOC_MEM {
             // SAFETY: on success MPI stored the block's address at `base`.
-            let block = unsafe { *(base as *const usize) };
+            let block = if failed {
+                0
+            } else {
+                unsafe { *(base as *const usize) }
+            };
             crate::tracer::on_alloc(
                 &g,
                 crate::tracer::current_regs(),

@@ -11,9 +11,17 @@
 //! passed by reference and an `ierr` pointer (possibly NULL) follows.
 //!
 //! Bytes (the `bytes` of the report, per call on this rank):
-//! `count(c, t)` = c × size(t); `comm(c, t, k)` = c × size(t) × size(k);
+//! `count(c, t)` = c × size(t);
 //! `sum(a, t, k)` = (Σ a[i] over the communicator) × size(t); `aint(n)` = n;
-//! `none` = 0.
+//! `none` = 0. The `in_place` forms take the other side's count and type
+//! where the buffer is `MPI_IN_PLACE` (which makes the first side's
+//! ignored): `in_place(b, c, t, c2, t2)`, `comm_in_place(…, k)`,
+//! `sum_in_place(b, a, t, a2, t2, k)`, and for the v-collectives the root's
+//! (`in_place_at_root(b, c, t, a2, t2, root)`) or this rank's
+//! (`in_place_own(b, c, t, a2, t2, k)`) entry of the other side's counts.
+//! A count of 0 and `MPI_DATATYPE_NULL` give 0 without asking MPI the
+//! type's size: an ignored argument may hold either, and MPI's error
+//! handler would end the job over it.
 
 #[macro_export]
 macro_rules! mpi_calls {
@@ -39,14 +47,14 @@ macro_rules! mpi_calls {
             (MPI_Bcast, "PMPI_Bcast", "mpi_bcast", "MPI_BCAST", 17, (buf: P, count: I, dt: H, root: I, comm: H), count(count, dt));
             (MPI_Reduce, "PMPI_Reduce", "mpi_reduce", "MPI_REDUCE", 18, (sbuf: P, rbuf: P, count: I, dt: H, op: H, root: I, comm: H), count(count, dt));
             (MPI_Allreduce, "PMPI_Allreduce", "mpi_allreduce", "MPI_ALLREDUCE", 19, (sbuf: P, rbuf: P, count: I, dt: H, op: H, comm: H), count(count, dt));
-            (MPI_Gather, "PMPI_Gather", "mpi_gather", "MPI_GATHER", 20, (sbuf: P, scount: I, sdt: H, rbuf: P, rcount: I, rdt: H, root: I, comm: H), count(scount, sdt));
-            (MPI_Gatherv, "PMPI_Gatherv", "mpi_gatherv", "MPI_GATHERV", 21, (sbuf: P, scount: I, sdt: H, rbuf: P, rcounts: P, displs: P, rdt: H, root: I, comm: H), count(scount, sdt));
-            (MPI_Scatter, "PMPI_Scatter", "mpi_scatter", "MPI_SCATTER", 22, (sbuf: P, scount: I, sdt: H, rbuf: P, rcount: I, rdt: H, root: I, comm: H), count(rcount, rdt));
-            (MPI_Scatterv, "PMPI_Scatterv", "mpi_scatterv", "MPI_SCATTERV", 23, (sbuf: P, scounts: P, displs: P, sdt: H, rbuf: P, rcount: I, rdt: H, root: I, comm: H), count(rcount, rdt));
-            (MPI_Allgather, "PMPI_Allgather", "mpi_allgather", "MPI_ALLGATHER", 24, (sbuf: P, scount: I, sdt: H, rbuf: P, rcount: I, rdt: H, comm: H), count(scount, sdt));
-            (MPI_Allgatherv, "PMPI_Allgatherv", "mpi_allgatherv", "MPI_ALLGATHERV", 25, (sbuf: P, scount: I, sdt: H, rbuf: P, rcounts: P, displs: P, rdt: H, comm: H), count(scount, sdt));
-            (MPI_Alltoall, "PMPI_Alltoall", "mpi_alltoall", "MPI_ALLTOALL", 26, (sbuf: P, scount: I, sdt: H, rbuf: P, rcount: I, rdt: H, comm: H), comm(scount, sdt, comm));
-            (MPI_Alltoallv, "PMPI_Alltoallv", "mpi_alltoallv", "MPI_ALLTOALLV", 27, (sbuf: P, scounts: P, sdispls: P, sdt: H, rbuf: P, rcounts: P, rdispls: P, rdt: H, comm: H), sum(scounts, sdt, comm));
+            (MPI_Gather, "PMPI_Gather", "mpi_gather", "MPI_GATHER", 20, (sbuf: P, scount: I, sdt: H, rbuf: P, rcount: I, rdt: H, root: I, comm: H), in_place(sbuf, scount, sdt, rcount, rdt));
+            (MPI_Gatherv, "PMPI_Gatherv", "mpi_gatherv", "MPI_GATHERV", 21, (sbuf: P, scount: I, sdt: H, rbuf: P, rcounts: P, displs: P, rdt: H, root: I, comm: H), in_place_at_root(sbuf, scount, sdt, rcounts, rdt, root));
+            (MPI_Scatter, "PMPI_Scatter", "mpi_scatter", "MPI_SCATTER", 22, (sbuf: P, scount: I, sdt: H, rbuf: P, rcount: I, rdt: H, root: I, comm: H), in_place(rbuf, rcount, rdt, scount, sdt));
+            (MPI_Scatterv, "PMPI_Scatterv", "mpi_scatterv", "MPI_SCATTERV", 23, (sbuf: P, scounts: P, displs: P, sdt: H, rbuf: P, rcount: I, rdt: H, root: I, comm: H), in_place_at_root(rbuf, rcount, rdt, scounts, sdt, root));
+            (MPI_Allgather, "PMPI_Allgather", "mpi_allgather", "MPI_ALLGATHER", 24, (sbuf: P, scount: I, sdt: H, rbuf: P, rcount: I, rdt: H, comm: H), in_place(sbuf, scount, sdt, rcount, rdt));
+            (MPI_Allgatherv, "PMPI_Allgatherv", "mpi_allgatherv", "MPI_ALLGATHERV", 25, (sbuf: P, scount: I, sdt: H, rbuf: P, rcounts: P, displs: P, rdt: H, comm: H), in_place_own(sbuf, scount, sdt, rcounts, rdt, comm));
+            (MPI_Alltoall, "PMPI_Alltoall", "mpi_alltoall", "MPI_ALLTOALL", 26, (sbuf: P, scount: I, sdt: H, rbuf: P, rcount: I, rdt: H, comm: H), comm_in_place(sbuf, scount, sdt, rcount, rdt, comm));
+            (MPI_Alltoallv, "PMPI_Alltoallv", "mpi_alltoallv", "MPI_ALLTOALLV", 27, (sbuf: P, scounts: P, sdispls: P, sdt: H, rbuf: P, rcounts: P, rdispls: P, rdt: H, comm: H), sum_in_place(sbuf, scounts, sdt, rcounts, rdt, comm));
             (MPI_Reduce_scatter, "PMPI_Reduce_scatter", "mpi_reduce_scatter", "MPI_REDUCE_SCATTER", 28, (sbuf: P, rbuf: P, rcounts: P, dt: H, op: H, comm: H), sum(rcounts, dt, comm));
             (MPI_Scan, "PMPI_Scan", "mpi_scan", "MPI_SCAN", 29, (sbuf: P, rbuf: P, count: I, dt: H, op: H, comm: H), count(count, dt));
             (MPI_Alloc_mem, "PMPI_Alloc_mem", "mpi_alloc_mem", "MPI_ALLOC_MEM", 30, (size: A, info: H, base: P), aint(size));

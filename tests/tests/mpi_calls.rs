@@ -1,7 +1,7 @@
 //! Every interposed MPI call kind is counted, with its bytes, exactly:
 //! tests/programs/mpi_calls.c makes each call a known number of times with
 //! known sizes on 4 ranks; the job report's `totals` (keyed by C name: count
-//! = calls, bytes = bytes sent, or received for Recv/Irecv/Scatter(v)) must
+//! = calls, bytes = bytes sent, or the receive buffer for Recv/Irecv/Scatter(v)) must
 //! match the table below. The tracer's own reduction traffic (a duplicated
 //! communicator, sends and receives up a binomial tree, broadcasts at init)
 //! must not appear. MPI_Alloc_mem/MPI_Free_mem are also allocations.
