@@ -110,6 +110,28 @@ pub extern "C" fn signal(sig: c_int, handler: libc::sighandler_t) -> libc::sigha
     crate::signals::program_signal(sig, handler)
 }
 
+/// The fork-handler callbacks of `pthread_atfork`.
+pub type ForkHandler = Option<unsafe extern "C" fn()>;
+
+/// `__register_atfork`, which `pthread_atfork` (a static stub linked into
+/// each object) calls: the tracer's fork handlers are registered before
+/// the first of anyone else's, so that its lock-taking `prepare` runs last
+/// and its `parent`/`child` first, and other handlers that allocate find
+/// the tracer unlocked (`lifecycle::register_atfork`).
+///
+/// # Safety
+/// As for glibc's `__register_atfork`.
+#[cfg_attr(not(test), no_mangle)]
+pub unsafe extern "C" fn __register_atfork(
+    prepare: ForkHandler,
+    parent: ForkHandler,
+    child: ForkHandler,
+    dso_handle: *mut c_void,
+) -> c_int {
+    // SAFETY: the caller's contract is __register_atfork's.
+    unsafe { crate::lifecycle::register_atfork(prepare, parent, child, dso_handle) }
+}
+
 /// `_exit`: the report first (exit()'s handlers, where it is written
 /// otherwise, do not run).
 #[cfg_attr(not(test), no_mangle)]

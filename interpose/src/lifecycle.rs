@@ -1,7 +1,7 @@
 //! Process lifecycle: fork handlers and the report at exit.
 
-use std::ffi::c_int;
-use std::sync::atomic::{AtomicI32, AtomicUsize, Ordering};
+use std::ffi::{c_int, c_void};
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicUsize, Ordering};
 
 use crate::guard::Guard;
 use crate::tracer;
@@ -57,6 +57,83 @@ extern "C" fn after_fork_child() {
     }
 }
 
+/// Whether the tracer's fork handlers are registered (or being).
+static FORK_HANDLERS: AtomicBool = AtomicBool::new(false);
+
+/// glibc's `__register_atfork`, looked up once.
+static REAL_REGISTER_ATFORK: AtomicUsize = AtomicUsize::new(0);
+
+type RegisterAtfork = unsafe extern "C" fn(
+    crate::exports::ForkHandler,
+    crate::exports::ForkHandler,
+    crate::exports::ForkHandler,
+    *mut c_void,
+) -> c_int;
+
+/// Register with glibc, through the next `__register_atfork`.
+///
+/// # Safety
+/// As for glibc's `__register_atfork`.
+unsafe fn real_register_atfork(
+    prepare: crate::exports::ForkHandler,
+    parent: crate::exports::ForkHandler,
+    child: crate::exports::ForkHandler,
+    dso_handle: *mut c_void,
+) -> c_int {
+    let mut f = REAL_REGISTER_ATFORK.load(Ordering::Acquire);
+    if f == 0 {
+        let _g = Guard::acquire();
+        // SAFETY: NUL-terminated name; RTLD_NEXT finds glibc's.
+        f = unsafe { libc::dlsym(libc::RTLD_NEXT, c"__register_atfork".as_ptr()) } as usize;
+        REAL_REGISTER_ATFORK.store(f, Ordering::Release);
+    }
+    if f == 0 {
+        return libc::ENOMEM;
+    }
+    // SAFETY: `f` is glibc's __register_atfork; the caller's contract is its.
+    unsafe { std::mem::transmute::<usize, RegisterAtfork>(f)(prepare, parent, child, dso_handle) }
+}
+
+/// Register the tracer's fork handlers, once: at start-up, or earlier, at
+/// the first registration of anyone else's. glibc runs `prepare` handlers
+/// in the reverse order of registration and the others in order, so the
+/// tracer's, registered first, take its locks after every other `prepare`
+/// and release them before every other `parent` or `child` handler: one
+/// that allocates then finds the tracer unlocked. Registered after a
+/// library's (from its constructor, before the tracer started), the
+/// tracer's locks were held while that library's handler allocated, and
+/// the process spun for ever in `fork`.
+fn fork_handlers() {
+    if FORK_HANDLERS.swap(true, Ordering::AcqRel) {
+        return;
+    }
+    // SAFETY: plain extern "C" handlers that only touch the tracer's
+    // locks; no DSO handle, as they are never to be removed.
+    unsafe {
+        real_register_atfork(
+            Some(before_fork as unsafe extern "C" fn()),
+            Some(after_fork_parent as unsafe extern "C" fn()),
+            Some(after_fork_child as unsafe extern "C" fn()),
+            std::ptr::null_mut(),
+        );
+    }
+}
+
+/// `__register_atfork` for anyone else: the tracer's handlers first.
+///
+/// # Safety
+/// As for glibc's `__register_atfork`.
+pub unsafe fn register_atfork(
+    prepare: crate::exports::ForkHandler,
+    parent: crate::exports::ForkHandler,
+    child: crate::exports::ForkHandler,
+    dso_handle: *mut c_void,
+) -> c_int {
+    fork_handlers();
+    // SAFETY: the caller's contract.
+    unsafe { real_register_atfork(prepare, parent, child, dso_handle) }
+}
+
 /// The process the tracer's state belongs to: set at start-up and in a
 /// forked child. A `vfork` child (or a raw `clone`) shares that state
 /// without running the fork handlers: it must leave it alone.
@@ -92,14 +169,7 @@ pub fn after_init() {
     // SAFETY: registers a plain extern "C" handler, run by quick_exit().
     unsafe { at_quick_exit(at_exit) };
     crate::biased_lock::register_membarrier();
-    // SAFETY: registers plain extern "C" handlers that only touch our locks.
-    unsafe {
-        libc::pthread_atfork(
-            Some(before_fork),
-            Some(after_fork_parent),
-            Some(after_fork_child),
-        );
-    }
+    fork_handlers();
     crate::reserve::map_emergency();
     crate::signals::install();
     if let Some(t) = tracer::running() {

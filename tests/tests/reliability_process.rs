@@ -431,3 +431,70 @@ fn sigchld_handler_never_meets_the_converter() {
         assert_eq!(u64_of(&work["count"]), 100, "{work}");
     }
 }
+
+/// A library registers fork handlers that allocate from its constructor,
+/// before the tracer starts (`atfork_lib.c`). The tracer's own handlers
+/// lock it around `fork`; registered after the library's, they held its
+/// locks while the library's handlers allocated, and the process spun for
+/// ever in `fork` (SIGTERM did not end it). The tracer now registers its
+/// handlers before anyone else's, so every other handler runs with the
+/// tracer unlocked, and is traced: 3 forks, each with one allocation in
+/// the prepare and one in the parent handler, in the parent's report.
+#[test]
+fn fork_handlers_that_allocate_registered_before_the_tracer_started() {
+    let w = WorkDir::new("rel-atfork");
+    shared_library_with("atfork_lib.c", &w.path, &["-O2", "-g"]);
+    let dir = w.path.to_string_lossy().into_owned();
+    let exe = compile(
+        "atfork_main.c",
+        &w.path,
+        Opt::Release,
+        // (-l before the source: only without --as-needed does it count.)
+        &[
+            "-Wl,--no-as-needed",
+            "-L",
+            &dir,
+            "-latfork_lib",
+            &format!("-Wl,-rpath,{dir}"),
+        ],
+    );
+    let native = run_plain(&exe, &[] as &[&str], &w.path);
+    assert_eq!(native.code, 0, "{}", native.describe());
+    assert_eq!(native.stdout, "forked 3, 3 children exited 7\n");
+    for placement in ["inline", "thread"] {
+        let h5 = w.join(format!("{placement}.h5"));
+        let out = run_traced_timeout(
+            &exe,
+            &[] as &[&str],
+            &w.path,
+            &h5,
+            &[("WMHCCT_COLLECTOR", placement)],
+            Duration::from_secs(60),
+        );
+        assert_eq!(out.code, 0, "{placement}: {}", out.describe());
+        assert_eq!(out.stdout, native.stdout, "{placement}");
+        let r = report_json(&h5);
+        for (func, size) in [("atfork_prepare", 123), ("atfork_parent", 124)] {
+            let c = context_with(&r, "malloc", func);
+            assert_eq!(u64_of(&c["count"]), 3, "{placement} {func}: {c}");
+            assert_eq!(u64_of(&c["bytes"]), 3 * size, "{placement} {func}: {c}");
+        }
+        assert!(
+            contexts_with(&r, "malloc", "atfork_child").is_empty(),
+            "the child handler runs in the children: {}",
+            summary(&r)
+        );
+        // Each child's own report has its child handler's allocation.
+        let children = child_reports(&w.path, placement);
+        assert_eq!(children.len(), 3, "{placement}: {children:?}");
+        for child in &children {
+            let c = report_json(child);
+            assert_eq!(
+                u64_of(&context_with(&c, "malloc", "atfork_child")["count"]),
+                1,
+                "{}",
+                summary(&c)
+            );
+        }
+    }
+}
