@@ -34,7 +34,19 @@ extern "C" fn after_fork_parent() {
     }
 }
 
+/// This process is a forked child that has not exec'd (a program it
+/// execs starts with a fresh image, where this is false).
+static FORKED_CHILD: AtomicBool = AtomicBool::new(false);
+
+/// Whether this process is a forked child running its parent's program:
+/// not the MPI rank or launch task its parent is, whose environment it
+/// shares, and free to skip its parent's clean-up with `_exit`.
+pub fn forked_child() -> bool {
+    FORKED_CHILD.load(Ordering::Acquire)
+}
+
 extern "C" fn after_fork_child() {
+    FORKED_CHILD.store(true, Ordering::Release);
     crate::own_heap::unlock_after_fork();
     crate::sealed::after_fork_child();
     OWNER.store(raw_pid(), Ordering::Release);
@@ -303,10 +315,12 @@ static START: extern "C" fn() = start_at_load;
 pub fn immediate_exit(status: c_int) -> ! {
     if is_owner() {
         if let Some(g) = Guard::acquire() {
-            if tracer::running().is_some_and(|t| t.descendant.load(Ordering::Acquire)) {
+            if forked_child() {
                 // A forked child leaving with `_exit` skips its parent's
                 // clean-up on purpose, and its report with it (its exit()
-                // writes one).
+                // writes one). A program a traced process started (fork
+                // and exec: `system()`, a shell's `_exit`) is not one: it
+                // writes its report.
                 drop(g);
                 exit_now(status);
             }

@@ -313,12 +313,16 @@ pub fn write(g: &Guard, t: &Tracer, reason: &str) {
 pub const REPORT_STACK: u64 = 1 << 20;
 
 fn write_here(g: &Guard, t: &Tracer, reason: &str) {
-    if tracer::job(t).is_some() {
+    // A forked child of an MPI rank or of a launch's task shares its
+    // parent's environment and job, but is neither: it writes its own
+    // report under its pid, as any forked child does.
+    let forked = crate::lifecycle::forked_child();
+    if tracer::job(t).is_some() && !forked {
         // An MPI rank that never reached MPI_Finalize.
         spill(g, t, reason);
         return;
     }
-    let task = launch_task(t).filter(|_| shared_report(t));
+    let task = launch_task(t).filter(|_| shared_report(t) && !forked);
     // A task that started other programs, or whose shared report another
     // process wrote while it ran, is most likely a wrapper script around
     // the real program (the MPI job that writes that report, or spills

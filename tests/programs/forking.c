@@ -5,6 +5,9 @@
  *     mode "exec":   the child execs /bin/echo "hello from the child"
  *     mode "noexec": the child runs child_work (30 x malloc(128), freed)
  *                    and exits normally with exit(0)
+ *     mode "exec_uexit": the child execs this program with "uexit", which
+ *                    runs child_work and ends with _exit(6), as a shell
+ *                    (dash) run by system() does
  *   the parent waits for the child, then
  *   main -> parent_after : 25 x malloc(256), freed with the first 50
  *
@@ -37,11 +40,20 @@ NOIPA void child_work(void) {
 }
 
 int main(int argc, char **argv) {
+    if (argc > 1 && strcmp(argv[1], "uexit") == 0) {
+        child_work();
+        _exit(6);
+    }
     int exec_child = argc > 1 && strcmp(argv[1], "exec") == 0;
+    int exec_self = argc > 1 && strcmp(argv[1], "exec_uexit") == 0;
     parent_before();
     pid_t pid = fork();
     if (pid < 0) return 4;
     if (pid == 0) {
+        if (exec_self) {
+            execl(argv[0], argv[0], "uexit", (char *)NULL);
+            _exit(127);
+        }
         if (exec_child) {
             execl("/bin/echo", "echo", "hello from the child", (char *)NULL);
             _exit(127);

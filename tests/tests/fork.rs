@@ -87,6 +87,35 @@ fn fork_exec_echo() {
     );
 }
 
+/// A program a traced process starts (fork and exec) that ends with
+/// `_exit`, as dash does under `system()`, writes its report. Until
+/// 2026-11-27 it inherited the forked child's leave to skip its report
+/// with `_exit`, and wrote none.
+#[test]
+fn an_execd_program_that_ends_with_underscore_exit_writes_its_report() {
+    let w = WorkDir::new("forkexec-uexit");
+    let exe = compile("forking.c", &w.path, Opt::Debug, &[]);
+    let plain = run_plain(&exe, &["exec_uexit"], &w.path);
+    assert_eq!(
+        plain.stdout,
+        "parent: child exit 6\n",
+        "{}",
+        plain.describe()
+    );
+    let h5 = w.join("forking.h5");
+    let out = run_traced(&exe, &["exec_uexit"], &w.path, &h5, &[]);
+    assert_eq!(out.code, 0, "{}", out.describe());
+    assert_eq!(out.stdout, plain.stdout);
+    assert_only_the_parents_closing_line(&out, &h5);
+    check_parent(&report_json(&h5), "forking-O0");
+    let kids = child_reports(&w.path, "forking");
+    assert_eq!(kids.len(), 1, "the exec'd program's report: {kids:?}");
+    let c = report_json(&kids[0]);
+    assert_eq!(c["reason"], "_exit", "{}", summary(&c));
+    let work = context_with(&c, "malloc", "child_work");
+    assert_eq!(u64_of(&work["count"]), 30, "{work}");
+}
+
 #[test]
 fn fork_without_exec_child_allocates() {
     let w = WorkDir::new("forknoexec");

@@ -582,3 +582,32 @@ fn the_lists_leave_out_the_mpi_librarys_own_allocations() {
         with_mpi.stdout
     );
 }
+
+/// A rank's forked child that ends with `exit()` without MPI is not the
+/// rank: it writes its own report beside the job's (`job-<pid>.h5`) and
+/// says nothing. Until 2026-11-27 it spilled `rank-<r>.wmprof` as if it
+/// were the rank, with a line each on stderr telling to merge them, and
+/// that merge made a bogus job of the children.
+#[test]
+fn a_ranks_forked_child_writes_its_own_report() {
+    let (work, h5) = clean_job("fork", "mpicc", "mpi_fork.c", "forked");
+    let r = report_json(&h5);
+    assert_eq!(r["ranks"], RANKS);
+    assert!(
+        contexts_with(&r, "malloc", "child_allocs").is_empty(),
+        "the children's allocations are not the job's: {}",
+        summary(&r)
+    );
+    let kids = child_reports(&work.path, "job");
+    assert_eq!(kids.len(), RANKS as usize, "{kids:?}");
+    let mut counts: Vec<u64> = kids
+        .iter()
+        .map(|k| {
+            let c = report_json(k);
+            assert_eq!(c["reason"], "exit", "{}", summary(&c));
+            u64_of(&context_with(&c, "malloc", "child_allocs")["count"])
+        })
+        .collect();
+    counts.sort();
+    assert_eq!(counts, (1..=RANKS).map(|r| 10 * r).collect::<Vec<_>>());
+}
