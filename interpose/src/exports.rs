@@ -107,7 +107,25 @@ pub unsafe extern "C" fn sigaction(
 /// `signal`: as `sigaction`.
 #[cfg_attr(not(test), no_mangle)]
 pub extern "C" fn signal(sig: c_int, handler: libc::sighandler_t) -> libc::sighandler_t {
-    crate::signals::program_signal(sig, handler)
+    crate::signals::program_signal(crate::signals::Installer::Bsd, sig, handler)
+}
+
+/// `bsd_signal`: `signal` under another name.
+#[cfg_attr(not(test), no_mangle)]
+pub extern "C" fn bsd_signal(sig: c_int, handler: libc::sighandler_t) -> libc::sighandler_t {
+    crate::signals::program_signal(crate::signals::Installer::Bsd, sig, handler)
+}
+
+/// `sysv_signal`: as `sigaction`.
+#[cfg_attr(not(test), no_mangle)]
+pub extern "C" fn sysv_signal(sig: c_int, handler: libc::sighandler_t) -> libc::sighandler_t {
+    crate::signals::program_signal(crate::signals::Installer::Sysv, sig, handler)
+}
+
+/// `sigset`: as `sigaction`.
+#[cfg_attr(not(test), no_mangle)]
+pub extern "C" fn sigset(sig: c_int, handler: libc::sighandler_t) -> libc::sighandler_t {
+    crate::signals::program_signal(crate::signals::Installer::Sigset, sig, handler)
 }
 
 /// The fork-handler callbacks of `pthread_atfork`.

@@ -113,15 +113,53 @@ pub unsafe fn program_sigaction(
     }
 }
 
-/// The program's `signal` (glibc's, under its other public name
-/// `bsd_signal`): as [`program_sigaction`], the previous handler is the
-/// default where it was the tracer's.
-pub fn program_signal(sig: c_int, handler: libc::sighandler_t) -> libc::sighandler_t {
-    extern "C" {
-        fn bsd_signal(sig: c_int, handler: libc::sighandler_t) -> libc::sighandler_t;
+/// glibc's functions that install a handler and return the previous one,
+/// each exported by the tracer too (`exports.rs`): the previous handler is
+/// the default where it was the tracer's, as [`program_sigaction`] makes it.
+#[derive(Clone, Copy)]
+pub enum Installer {
+    /// `signal` and its other name `bsd_signal`.
+    Bsd,
+    /// `sysv_signal` (the handler is reset when it runs).
+    Sysv,
+    /// `sigset` (System V, with `SIG_HOLD`).
+    Sigset,
+}
+
+type InstallFn = unsafe extern "C" fn(c_int, libc::sighandler_t) -> libc::sighandler_t;
+
+static NEXT_INSTALLERS: [std::sync::atomic::AtomicUsize; 3] =
+    [const { std::sync::atomic::AtomicUsize::new(0) }; 3];
+
+/// The program's `signal`, `bsd_signal`, `sysv_signal` or `sigset`: glibc's
+/// (the next definition), with the previous handler the default where it
+/// was the tracer's. Until 2026-11-27 only `signal` was interposed, and a
+/// program that chains to the handler `sysv_signal`, `bsd_signal` or
+/// `sigset` returned called the tracer's.
+pub fn program_signal(
+    which: Installer,
+    sig: c_int,
+    handler: libc::sighandler_t,
+) -> libc::sighandler_t {
+    let (slot, name) = match which {
+        Installer::Bsd => (0, c"bsd_signal"),
+        Installer::Sysv => (1, c"sysv_signal"),
+        Installer::Sigset => (2, c"sigset"),
+    };
+    let cache = &NEXT_INSTALLERS[slot];
+    let mut f = cache.load(Ordering::Acquire);
+    if f == 0 {
+        let _g = Guard::acquire();
+        // SAFETY: NUL-terminated name; RTLD_NEXT finds glibc's.
+        f = unsafe { libc::dlsym(libc::RTLD_NEXT, name.as_ptr()) } as usize;
+        cache.store(f, Ordering::Release);
     }
-    // SAFETY: signal's contract; the handler value is the caller's.
-    let old = unsafe { bsd_signal(sig, handler) };
+    if f == 0 {
+        return libc::SIG_ERR;
+    }
+    // SAFETY: `f` is glibc's function of this signature; the handler value
+    // is the caller's, as the function's contract requires.
+    let old = unsafe { std::mem::transmute::<usize, InstallFn>(f)(sig, handler) };
     if is_ours(old) {
         libc::SIG_DFL
     } else {

@@ -17,6 +17,8 @@
  *         "polite handler" and calls _exit(42); then faults
  * polite_signal: the same with signal(): installs its handler, and puts
  *         the previous one back unless that was the default
+ * polite_sysv, polite_bsd, polite_sigset: the same with sysv_signal(),
+ *         bsd_signal() and sigset()
  * Usage: rel_crash MODE
  */
 #define _GNU_SOURCE
@@ -29,6 +31,9 @@
 #include <unistd.h>
 
 #define NOIPA __attribute__((noinline, noclone))
+
+/* glibc declares it only for older standards. */
+extern __sighandler_t bsd_signal(int, __sighandler_t);
 
 static char *volatile sink;
 static void *volatile kept[5];
@@ -110,6 +115,14 @@ int main(int argc, char **argv) {
     }
     if (!strcmp(mode, "polite_signal")) {
         void (*old)(int) = signal(SIGSEGV, polite);
+        if (old != SIG_DFL) signal(SIGSEGV, old);
+        rel_crash_segv();
+    }
+    if (!strcmp(mode, "polite_sysv") || !strcmp(mode, "polite_bsd") ||
+        !strcmp(mode, "polite_sigset")) {
+        void (*old)(int) = !strcmp(mode, "polite_sysv")  ? sysv_signal(SIGSEGV, polite)
+                           : !strcmp(mode, "polite_bsd") ? bsd_signal(SIGSEGV, polite)
+                                                         : sigset(SIGSEGV, polite);
         if (old != SIG_DFL) signal(SIGSEGV, old);
         rel_crash_segv();
     }
