@@ -23,6 +23,7 @@ pub mod exports;
 #[cfg_attr(test, allow(dead_code))]
 mod foreign;
 mod guard;
+mod last_flush;
 mod launcher;
 #[cfg_attr(test, allow(dead_code))]
 mod lifecycle;

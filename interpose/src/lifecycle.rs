@@ -179,7 +179,7 @@ pub fn after_init() {
     let next = unsafe { libc::dlsym(libc::RTLD_NEXT, c"_exit".as_ptr()) };
     NEXT_EXIT.store(next as usize, Ordering::Release);
     // SAFETY: registers a plain extern "C" handler, run by quick_exit().
-    unsafe { at_quick_exit(at_exit) };
+    unsafe { at_quick_exit(at_quick_exit_handler) };
     crate::biased_lock::register_membarrier();
     fork_handlers();
     crate::reserve::map_emergency();
@@ -262,16 +262,36 @@ fn malloc_is_foreign() -> bool {
     found != 0 && ours != 0 && theirs != 0 && theirs != ours
 }
 
-extern "C" fn at_exit() {
-    foreign_allocator_notice();
+/// The report of a process that ends by `exit()`.
+fn write_exit_report() {
     let Some(g) = Guard::acquire() else { return };
     if let Some(t) = tracer::running() {
         crate::report::write(&g, t, "exit");
     }
 }
 
-// Run late in exit(): after the program's atexit handlers and the
-// destructors of objects loaded after us.
+/// The tracer's destructor: the report, after the destructors of the
+/// objects glibc runs after this one (`last_flush`), in the process the
+/// tracer belongs to (a vfork child's `exit` writes it at once).
+extern "C" fn at_exit() {
+    foreign_allocator_notice();
+    if tracer::running().is_some() && is_owner() {
+        let Some(_g) = Guard::acquire() else { return };
+        if crate::last_flush::defer(write_exit_report) {
+            return;
+        }
+    }
+    write_exit_report();
+}
+
+/// `quick_exit`'s handler: no destructors, no stdio clean-up follow.
+extern "C" fn at_quick_exit_handler() {
+    foreign_allocator_notice();
+    write_exit_report();
+}
+
+// Run in exit() after the program's atexit handlers, among the objects'
+// destructors.
 // (Not in the unit-test binary, which does not interpose malloc.)
 #[cfg(not(test))]
 #[used]
@@ -324,9 +344,16 @@ pub fn immediate_exit(status: c_int) -> ! {
                 drop(g);
                 exit_now(status);
             }
+            // A destructor after the tracer's (which left the report to
+            // stdio's clean-up) ends the process: the exit's report now.
+            let reason = if crate::last_flush::take() {
+                "exit"
+            } else {
+                "_exit"
+            };
             // (If another thread is writing the report, from exit() or
             // MPI_Finalize, this waits for it rather than cut it short.)
-            crate::signals::report_from_anywhere(g, "_exit");
+            crate::signals::report_from_anywhere(g, reason);
         }
     }
     exit_now(status)

@@ -67,8 +67,16 @@ fn forkmt_with(mode: &str, n: u32, expected_child_reports: usize, collector: &st
     );
     // Each child that exits through exit() (or is a started program)
     // writes its own report, with its 100 (or 300) mallocs of
-    // rel_child_work.
+    // rel_child_work. Under system() the shell between them writes one
+    // too (dash ends with _exit, which until 2026-11-27 wrote nothing in
+    // a started program).
     let kids = child_reports(&w.path, mode);
+    let (shells, kids): (Vec<_>, Vec<_>) = kids.into_iter().partition(|k| {
+        let program = report_json(k)["program"].as_str().unwrap_or("").to_string();
+        program.ends_with("/sh") || program.ends_with("dash")
+    });
+    let shells_expected = if mode == "system" { n as usize } else { 0 };
+    assert_eq!(shells.len(), shells_expected, "{shells:?}");
     assert_eq!(kids.len(), expected_child_reports, "{kids:?}");
     for k in &kids {
         let c = report_json(k);
@@ -497,4 +505,71 @@ fn fork_handlers_that_allocate_registered_before_the_tracer_started() {
             );
         }
     }
+}
+
+/// The destructors of the libraries a program links run after the
+/// tracer's (glibc finalizes a preloaded library first): the report is
+/// written after them, from stdio's clean-up (`last_flush.rs`). Until
+/// 2026-11-27 it was written before, and missed their calls: a library's
+/// blocks freed in its destructor were reported live at the end, as
+/// libgfortran's units were in every gfortran program's report.
+#[test]
+fn library_destructors_run_before_the_report() {
+    let w = WorkDir::new("rel-dtor");
+    shared_library_with("dtor_lib.c", &w.path, &["-O2", "-g"]);
+    let dir = w.path.to_string_lossy().into_owned();
+    let exe = compile(
+        "dtor_main.c",
+        &w.path,
+        Opt::Release,
+        &[
+            "-Wl,--no-as-needed",
+            "-L",
+            &dir,
+            "-ldtor_lib",
+            &format!("-Wl,-rpath,{dir}"),
+        ],
+    );
+    for placement in ["inline", "thread"] {
+        let h5 = w.join(format!("{placement}.h5"));
+        let out = run_traced(
+            &exe,
+            &[] as &[&str],
+            &w.path,
+            &h5,
+            &[("WMHCCT_COLLECTOR", placement)],
+        );
+        assert_eq!(out.code, 0, "{}", out.describe());
+        assert_eq!(out.stdout, "main done\n");
+        assert_only_closing_line(&out.stderr, &h5, placement);
+        let r = report_json(&h5);
+        assert_eq!(r["reason"], "exit");
+        let keep = context_with(&r, "malloc", "dtor_ctor_keep");
+        assert_eq!(u64_of(&keep["count"]), 20, "{keep}");
+        assert_eq!(
+            u64_of(&keep["leaked_bytes"]),
+            0,
+            "freed in the destructor: {keep}"
+        );
+        let work = context_with(&r, "malloc", "dtor_work");
+        assert_eq!(u64_of(&work["count"]), 30, "{placement}: {work}");
+    }
+    // A gfortran program: nothing libgfortran allocates is left live.
+    let f = compile("pattern.f90", &w.path, Opt::Release, &[]);
+    let h5 = w.join("fortran.h5");
+    let out = run_traced(&f, &[] as &[&str], &w.path, &h5, &[]);
+    assert_eq!(out.code, 0, "{}", out.describe());
+    let r = report_json(&h5);
+    let gfortran_live: Vec<&Value> = contexts(&r)
+        .iter()
+        .filter(|c| u64_of(&c["leaked_bytes"]) > 0)
+        .filter(|c| {
+            c["stack"].as_array().unwrap().iter().any(|f| {
+                f["module"]
+                    .as_str()
+                    .is_some_and(|m| m.contains("libgfortran"))
+            })
+        })
+        .collect();
+    assert!(gfortran_live.is_empty(), "{gfortran_live:?}");
 }
