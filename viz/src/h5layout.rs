@@ -70,7 +70,35 @@ pub(crate) type Result<T> = std::result::Result<T, ReportError>;
 
 pub(crate) fn h5(what: impl Into<String>) -> impl FnOnce(hdf5::Error) -> ReportError {
     let what = what.into();
-    move |source| ReportError::Hdf5 { what, source }
+    move |source| ReportError::Hdf5 {
+        what,
+        source: plain_hdf5_error(source),
+    }
+}
+
+/// libhdf5's error without its internals: the system error where it names
+/// one (`errno = 28` → "No space left on device (os error 28)"), else its
+/// text up to the file-driver details (`name = '…', tent_flags = …`,
+/// `time = …, filename = …, file descriptor = …, buf = 0x…`).
+fn plain_hdf5_error(e: hdf5::Error) -> hdf5::Error {
+    let text = e.to_string();
+    if let Some(n) = text
+        .split("errno = ")
+        .nth(1)
+        .and_then(|rest| rest.split(|c: char| !c.is_ascii_digit()).next())
+        .and_then(|d| d.parse::<i32>().ok())
+        .filter(|&n| n > 0)
+    {
+        return hdf5::Error::Internal(std::io::Error::from_raw_os_error(n).to_string());
+    }
+    match [", time = ", ": name = '", ", name = '"]
+        .iter()
+        .filter_map(|cut| text.find(cut))
+        .min()
+    {
+        Some(at) => hdf5::Error::Internal(text[..at].to_string()),
+        None => e,
+    }
 }
 
 pub(crate) fn vstr(s: &str) -> VarLenUnicode {
@@ -335,12 +363,34 @@ fn builder() -> hdf5::FileBuilder {
 
 /// Create (truncating) an HDF5 file at `path`, without file locks.
 pub(crate) fn create_file(path: &Path) -> hdf5::Result<File> {
-    builder().create(path)
+    by_name(path, true, |p| builder().create(p))
 }
 
 /// Open an HDF5 file at `path` read-only, without file locks.
 pub(crate) fn open_file(path: &Path) -> hdf5::Result<File> {
-    builder().open(path)
+    by_name(path, false, |p| builder().open(p))
+}
+
+/// `f` on `path`; a path that is not UTF-8 (which libhdf5's Rust binding
+/// refuses) is opened here (`create`: made or truncated) and given to `f`
+/// as this process's descriptor, `/proc/self/fd/<n>`, which libhdf5 opens
+/// again. Until 2026-11-27 such a report could be written but not read.
+fn by_name(
+    path: &Path,
+    create: bool,
+    f: impl FnOnce(&Path) -> hdf5::Result<File>,
+) -> hdf5::Result<File> {
+    if path.to_str().is_some() {
+        return f(path);
+    }
+    use std::os::fd::AsRawFd as _;
+    let opened = if create {
+        std::fs::File::create(path)
+    } else {
+        std::fs::File::open(path)
+    }
+    .map_err(|e| hdf5::Error::Internal(format!("{}: {e}", path.display())))?;
+    f(Path::new(&format!("/proc/self/fd/{}", opened.as_raw_fd())))
 }
 
 /// Write `profile` with its symbols as an HDF5 report at `path` (truncating).

@@ -1,8 +1,9 @@
 //! `wmhcct run`: start a command with the tracer preloaded.
 
 use std::ffi::OsString;
+use std::os::unix::ffi::OsStrExt as _;
 use std::os::unix::process::ExitStatusExt;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use anyhow::{bail, Context as _, Result};
@@ -42,6 +43,35 @@ fn find_lib(explicit: Option<&PathBuf>) -> Result<PathBuf> {
     bail!(
         "{}: tracer library not found (build it with `cargo build --release`, or pass --lib or set WMHCCT_LIB)",
         beside.display()
+    )
+}
+
+/// The path `LD_PRELOAD` gets for the library found at `lib`: its
+/// canonical path, or where that holds a space or a colon (which the
+/// dynamic loader takes for separators, so that nothing would be traced)
+/// the path as given, made absolute, if that has none; else an error.
+pub(crate) fn preload_path(lib: &Path) -> Result<PathBuf> {
+    let plain = |p: &Path| {
+        !p.as_os_str()
+            .as_bytes()
+            .iter()
+            .any(|b| matches!(b, b' ' | b':'))
+    };
+    let canonical = std::fs::canonicalize(lib).unwrap_or_else(|_| lib.to_path_buf());
+    if plain(&canonical) {
+        return Ok(canonical);
+    }
+    if let Ok(given) = std::path::absolute(lib) {
+        if plain(&given) {
+            return Ok(given);
+        }
+    }
+    bail!(
+        "{}: LD_PRELOAD cannot name a path with a space or a colon (the dynamic loader splits its list there); \
+         install wmhcct in a directory without them, or link one to its directory \
+         (ln -s {} /opt/wmhcct) and pass --lib /opt/wmhcct/{LIB_NAME}",
+        lib.display(),
+        wmhcct_format::shell_word(canonical.parent().unwrap_or(Path::new(".")))
     )
 }
 
@@ -118,8 +148,7 @@ pub fn run(args: &RunArgs) -> Result<i32> {
             )
             .exit();
     }
-    let lib = find_lib(args.lib.as_ref())?;
-    let lib = std::fs::canonicalize(&lib).unwrap_or(lib);
+    let lib = preload_path(&find_lib(args.lib.as_ref())?)?;
     let mut preload = OsString::from(lib.as_os_str());
     if let Some(old) = std::env::var_os("LD_PRELOAD").filter(|v| !v.is_empty()) {
         preload.push(":");

@@ -242,7 +242,7 @@ fn find_lib(explicit: Option<&Path>, env: Option<OsString>, exe: Option<&Path>) 
             p.display()
         );
     }
-    Ok(std::fs::canonicalize(&p).unwrap_or(p))
+    crate::run::preload_path(&p)
 }
 
 pub fn run(args: &SlurmArgs) -> Result<()> {

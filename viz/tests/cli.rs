@@ -1095,3 +1095,99 @@ fn run_refuses_option_values_the_tracer_would_not_take() {
         assert!(o.status.success(), "{args:?}: {}", stderr(&o));
     }
 }
+
+#[test]
+fn a_report_whose_name_is_not_utf8_is_written_and_read() {
+    use std::os::unix::ffi::OsStrExt as _;
+    let dir = tempfile::tempdir().unwrap();
+    let prof = write_profile(dir.path(), "p.wmprof", &sample(None));
+    let sub = dir.path().join(std::ffi::OsStr::from_bytes(b"runs-\xfd"));
+    std::fs::create_dir(&sub).unwrap();
+    let report = sub.join(std::ffi::OsStr::from_bytes(b"r\xff.h5"));
+    let o = run(&[
+        os("convert"),
+        prof.as_os_str(),
+        os("-o"),
+        report.as_os_str(),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let r = report_json(&report, &[]);
+    assert_eq!(r["pid"], sample(None).meta.pid);
+    let o = run(&[os("diff"), report.as_os_str(), report.as_os_str()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+}
+
+#[test]
+fn a_library_path_with_a_space_is_refused_and_a_link_to_it_is_taken() {
+    let dir = tempfile::tempdir().unwrap();
+    let spaced = dir.path().join("my tools");
+    std::fs::create_dir(&spaced).unwrap();
+    let Some(lib) = empty_lib(&spaced) else {
+        eprintln!("gcc unavailable: skipped");
+        return;
+    };
+    let marker = dir.path().join("ran");
+    let o = wmhcct()
+        .arg("run")
+        .arg("--lib")
+        .arg(&lib)
+        .args(["--", "touch"])
+        .arg(&marker)
+        .output()
+        .unwrap();
+    let err = assert_one_line_error(&o, &lib);
+    assert!(
+        err.contains("LD_PRELOAD cannot name a path with a space"),
+        "{err}"
+    );
+    assert!(!marker.exists(), "the command ran untraced");
+    let o = wmhcct()
+        .args(["slurm", "--ntasks", "2", "--lib"])
+        .arg(&lib)
+        .arg("./app")
+        .output()
+        .unwrap();
+    assert_one_line_error(&o, &lib);
+    // Through a link to its directory, the link's path is preloaded.
+    let link = dir.path().join("tools");
+    std::os::unix::fs::symlink(&spaced, &link).unwrap();
+    let o = wmhcct()
+        .arg("run")
+        .arg("--lib")
+        .arg(link.join("libwmhcct.so"))
+        .args(["--", "sh", "-c", "echo $LD_PRELOAD"])
+        .env_remove("LD_PRELOAD")
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(
+        String::from_utf8(o.stdout).unwrap().trim(),
+        link.join("libwmhcct.so").to_string_lossy()
+    );
+}
+
+#[test]
+fn a_report_that_cannot_be_made_says_why_in_plain_words() {
+    let dir = tempfile::tempdir().unwrap();
+    write_profile(dir.path(), "p.wmprof", &sample(None));
+    for (setup, out, why) in [
+        (
+            "true",
+            "missing/r.h5",
+            "No such file or directory (os error 2)",
+        ),
+        (
+            "trap '' XFSZ; ulimit -f 1",
+            "r.h5",
+            "File too large (os error 27)",
+        ),
+    ] {
+        let o = in_shell(dir.path(), setup, &format!("convert p.wmprof -o {out}"));
+        let err = assert_one_line_error(&o, Path::new(out));
+        assert!(err.trim_end().ends_with(why), "{err}");
+        for internal in ["flags", "errno", "time =", "buf =", "H5F"] {
+            assert!(!err.contains(internal), "libhdf5's internals: {err}");
+        }
+    }
+    assert_eq!(names_in(dir.path()), ["p.wmprof"]);
+}
