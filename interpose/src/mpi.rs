@@ -353,10 +353,8 @@ pub mod bytes {
         alt_dt: usize,
         root: usize,
     ) -> u64 {
-        if !abi.in_place(buf) {
-            return self::count(abi, count, dt);
-        }
-        entry(abi, alt_counts, abi.int(root), alt_dt)
+        let alt = (alt_counts, alt_dt);
+        in_place_entry(abi, buf, count, dt, alt, || abi.int(root))
     }
 
     /// `count` of `dt`, or where `buf` is `MPI_IN_PLACE` this rank's entry
@@ -370,10 +368,24 @@ pub mod bytes {
         alt_dt: usize,
         comm: usize,
     ) -> u64 {
+        let alt = (alt_counts, alt_dt);
+        in_place_entry(abi, buf, count, dt, alt, || abi.comm_rank(comm))
+    }
+
+    /// `count` of `dt`, or where `buf` is `MPI_IN_PLACE` the entry
+    /// `index()` of the other side's counts `alt.0`, of its type `alt.1`.
+    fn in_place_entry(
+        abi: Abi,
+        buf: usize,
+        count: usize,
+        dt: usize,
+        alt: (usize, usize),
+        index: impl FnOnce() -> i64,
+    ) -> u64 {
         if !abi.in_place(buf) {
             return self::count(abi, count, dt);
         }
-        entry(abi, alt_counts, abi.comm_rank(comm), alt_dt)
+        entry(abi, alt.0, index(), alt.1)
     }
 
     /// `counts[i]` elements of `dt` (0 for no array or a negative index).

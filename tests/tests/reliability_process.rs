@@ -451,21 +451,7 @@ fn sigchld_handler_never_meets_the_converter() {
 #[test]
 fn fork_handlers_that_allocate_registered_before_the_tracer_started() {
     let w = WorkDir::new("rel-atfork");
-    shared_library_with("atfork_lib.c", &w.path, &["-O2", "-g"]);
-    let dir = w.path.to_string_lossy().into_owned();
-    let exe = compile(
-        "atfork_main.c",
-        &w.path,
-        Opt::Release,
-        // (-l before the source: only without --as-needed does it count.)
-        &[
-            "-Wl,--no-as-needed",
-            "-L",
-            &dir,
-            "-latfork_lib",
-            &format!("-Wl,-rpath,{dir}"),
-        ],
-    );
+    let exe = compile_linked("atfork_main.c", "atfork_lib.c", &w.path);
     let native = run_plain(&exe, &[] as &[&str], &w.path);
     assert_eq!(native.code, 0, "{}", native.describe());
     assert_eq!(native.stdout, "forked 3, 3 children exited 7\n");
@@ -516,20 +502,8 @@ fn fork_handlers_that_allocate_registered_before_the_tracer_started() {
 #[test]
 fn library_destructors_run_before_the_report() {
     let w = WorkDir::new("rel-dtor");
-    shared_library_with("dtor_lib.c", &w.path, &["-O2", "-g"]);
-    let dir = w.path.to_string_lossy().into_owned();
-    let exe = compile(
-        "dtor_main.c",
-        &w.path,
-        Opt::Release,
-        &[
-            "-Wl,--no-as-needed",
-            "-L",
-            &dir,
-            "-ldtor_lib",
-            &format!("-Wl,-rpath,{dir}"),
-        ],
-    );
+    let exe = compile_linked("dtor_main.c", "dtor_lib.c", &w.path);
+
     for placement in ["inline", "thread"] {
         let h5 = w.join(format!("{placement}.h5"));
         let out = run_traced(

@@ -134,6 +134,29 @@ pub fn shared_library_with(src: &str, dir: &Path, flags: &[&str]) -> PathBuf {
     so
 }
 
+/// `tests/programs/<main_src>` built into `dir`, linked to the shared
+/// library `lib<stem>.so` built there from `tests/programs/<lib_src>`, which
+/// it then loads at start-up (its constructor and destructor run as those
+/// of any library the program links).
+pub fn compile_linked(main_src: &str, lib_src: &str, dir: &Path) -> PathBuf {
+    shared_library_with(lib_src, dir, &["-O2", "-g"]);
+    let stem = Path::new(lib_src).file_stem().unwrap().to_string_lossy();
+    let d = dir.to_string_lossy();
+    compile(
+        main_src,
+        dir,
+        Opt::Release,
+        // (-l before the source: it counts only without --as-needed.)
+        &[
+            "-Wl,--no-as-needed",
+            "-L",
+            &d,
+            &format!("-l{stem}"),
+            &format!("-Wl,-rpath,{d}"),
+        ],
+    )
+}
+
 /// A tmpfs mounted at `dir/<name>` with `options` (unmounted on drop), or
 /// `None` when this user cannot mount (not root, no CAP_SYS_ADMIN).
 pub struct Tmpfs {
