@@ -228,9 +228,9 @@ def main():
             own = " / ".join(f"{res0[i]['peak_bytes'] / 2**20:.1f}" for i in range(2))
             tracer = " / ".join(f"{res0[i]['tracer_peak_bytes'] / 2**20:.1f}" for i in range(2))
             print(f"wmhcct's report, resident peak per rank at MPI_Finalize (VmHWM, rank 0 / 1): "
-                  f"{own} MiB, of which the tracer's own allocations peaked at {tracer} MiB "
-                  f"(the peak RSS column above, of the same run, also counts what follows "
-                  f"MPI_Finalize: rank 0's merge and conversion).")
+                  f"{own} MiB (the peak RSS column above, of the same run, also counts what "
+                  f"follows MPI_Finalize: rank 0's merge and conversion); the tracer allocated "
+                  f"up to {tracer} MiB for itself, resident where touched.")
     except Failed as e:
         sys.exit(f"real_mpi.py failed: {e}")
     finally:

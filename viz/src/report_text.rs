@@ -412,15 +412,15 @@ fn temporary_line(p: &Profile) -> String {
 }
 
 /// The process's resident memory, when the tracer could read it:
-/// `resident:  peak 51.2 MiB (VmHWM), 40.0 MiB at end; the tracer's own
-/// allocations peaked at 3.0 MiB`. A job's names the rank with the largest
+/// `resident:  peak 51.2 MiB (VmHWM), 40.0 MiB at end; the tracer
+/// allocated up to 3.0 MiB for itself (resident where touched)`. A job's names the rank with the largest
 /// peak and the sum of the ranks' peaks, and, when its ranks ran on several
 /// hosts, each host's sum (what a node needs for its ranks at most).
 fn resident_lines(s: &mut String, p: &Profile, end: &str) {
     let own = |tracer: u64| match tracer {
         0 => String::new(),
         b => format!(
-            "; the tracer's own allocations peaked at {}",
+            "; the tracer allocated up to {} for itself (resident where touched)",
             human_bytes(b)
         ),
     };
