@@ -1,16 +1,21 @@
 //! The live-pointer table: block address → (size, context node, node generation).
 //!
-//! Open addressing with Robin Hood linear probing and backward-shift deletion
-//! (no tombstones), 24-byte entries, any table size (the home slot is found
-//! by multiply-shift range reduction, not a power-of-two mask). The table
-//! keeps its load between 0.4 and 0.9, growing and shrinking by about 1.4×,
-//! so it costs on average about 32 bytes per live block and never holds much
-//! more than the live set.
+//! 64 shards, chosen by the top bits of the address's hash, each an open
+//! addressing table with Robin Hood linear probing and backward-shift
+//! deletion (no tombstones), 24-byte entries, any table size (the home slot
+//! is found by multiply-shift range reduction of the hash's other bits, not
+//! a power-of-two mask). Each shard keeps its load between 0.4 and 0.9,
+//! growing and shrinking by about 1.2×, so the table costs 27–32 bytes per
+//! live block and never holds much more than the live set.
 //!
-//! Growing needs the new table beside the old one. When that memory cannot
-//! be had (the program exhausted its address space) the table stays as it
-//! is and fills up to a load of 31/32; beyond that [`PtrTable::insert`]
-//! refuses new blocks ([`NoRoom`]) instead of aborting the process.
+//! Growing needs a shard's new table beside its old one: one shard at a
+//! time, so a growth adds a 64th of the table for a moment. (One table grew
+//! whole, to a load of 0.64: 64 bytes per live block while old and new
+//! coexisted, and a tracer over its budget of 64 MiB + 32 bytes per live
+//! block from about 3·10^6 live blocks on.) When that memory cannot be had
+//! (the program exhausted its address space) the shard stays as it is and
+//! fills up to a load of 31/32; beyond that [`PtrTable::insert`] refuses
+//! new blocks ([`NoRoom`]) instead of aborting the process.
 
 /// Value stored for a live block.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -38,9 +43,24 @@ const EMPTY: Entry = Entry {
 
 const MIN_CAP: usize = 16;
 
-/// Multiplicative hash, reduced to `[0, cap)` by the high half of a 128-bit product.
+/// Shards, by the top bits of the hash.
+const SHARD_BITS: u32 = 6;
+const SHARDS: usize = 1 << SHARD_BITS;
+
+/// Multiplicative hash of an address.
+fn hash(key: u64) -> u64 {
+    (key ^ (key >> 31)).wrapping_mul(0x9E37_79B9_7F4A_7C15)
+}
+
+/// The shard of `key`: the hash's top bits.
+fn shard_of(key: u64) -> usize {
+    (hash(key) >> (64 - SHARD_BITS)) as usize
+}
+
+/// The home slot of `key` in a shard of `cap` slots: the hash's other
+/// bits, reduced to `[0, cap)` by the high half of a 128-bit product.
 fn home(key: u64, cap: usize) -> usize {
-    let h = (key ^ (key >> 31)).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    let h = hash(key) << SHARD_BITS;
     ((h as u128 * cap as u128) >> 64) as usize
 }
 
@@ -65,11 +85,21 @@ fn growth_refused(cap: usize) -> bool {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct NoRoom;
 
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug)]
 pub struct PtrTable {
-    entries: Vec<Entry>,
+    shards: Vec<Shard>,
     len: usize,
     peak: usize,
+}
+
+impl Default for PtrTable {
+    fn default() -> Self {
+        PtrTable {
+            shards: vec![Shard::default(); SHARDS],
+            len: 0,
+            peak: 0,
+        }
+    }
 }
 
 impl PtrTable {
@@ -91,6 +121,50 @@ impl PtrTable {
     }
 
     pub fn memory_bytes(&self) -> u64 {
+        self.shards.iter().map(Shard::memory_bytes).sum()
+    }
+
+    /// Inserts `key`; returns the block it replaces if `key` was present.
+    /// Address 0 is ignored. [`NoRoom`]: the key's shard could not grow and
+    /// is full (the block is not stored; a present `key` is still replaced).
+    pub fn insert(&mut self, key: u64, block: Block) -> Result<Option<Block>, NoRoom> {
+        if key == 0 {
+            return Ok(None);
+        }
+        let r = self.shards[shard_of(key)].insert(key, block);
+        if let Ok(None) = r {
+            self.len += 1;
+            self.peak = self.peak.max(self.len);
+        }
+        r
+    }
+
+    pub fn get(&self, key: u64) -> Option<Block> {
+        self.shards[shard_of(key)].get(key)
+    }
+
+    /// Removes `key`, returning its block.
+    pub fn remove(&mut self, key: u64) -> Option<Block> {
+        let b = self.shards[shard_of(key)].remove(key)?;
+        self.len -= 1;
+        Some(b)
+    }
+
+    /// Every entry's address and block (for tests and checks).
+    pub fn blocks(&self) -> impl Iterator<Item = (u64, Block)> + '_ {
+        self.shards.iter().flat_map(Shard::blocks)
+    }
+}
+
+/// One shard: its keys are those whose hash has its top bits.
+#[derive(Clone, Debug, Default)]
+struct Shard {
+    entries: Vec<Entry>,
+    len: usize,
+}
+
+impl Shard {
+    fn memory_bytes(&self) -> u64 {
         (self.entries.capacity() * std::mem::size_of::<Entry>()) as u64
     }
 
@@ -113,13 +187,8 @@ impl PtrTable {
         }
     }
 
-    /// Inserts `key`; returns the block it replaces if `key` was present.
-    /// Address 0 is ignored. [`NoRoom`]: the table could not grow and is
-    /// full (the block is not stored; a present `key` is still replaced).
-    pub fn insert(&mut self, key: u64, block: Block) -> Result<Option<Block>, NoRoom> {
-        if key == 0 {
-            return Ok(None);
-        }
+    /// As [`PtrTable::insert`], for a key of this shard (not 0).
+    fn insert(&mut self, key: u64, block: Block) -> Result<Option<Block>, NoRoom> {
         let cap = self.entries.len();
         if (self.len + 1) * 10 > cap * 9
             && !self.resize(self.len + 1)
@@ -160,7 +229,6 @@ impl PtrTable {
             if e.key == 0 {
                 self.entries[pos] = carry;
                 self.len += 1;
-                self.peak = self.peak.max(self.len);
                 return Ok(None);
             }
             if !swapped && e.key == key {
@@ -207,7 +275,7 @@ impl PtrTable {
         None
     }
 
-    pub fn get(&self, key: u64) -> Option<Block> {
+    fn get(&self, key: u64) -> Option<Block> {
         self.find(key).map(|p| {
             let e = self.entries[p];
             Block {
@@ -218,8 +286,7 @@ impl PtrTable {
         })
     }
 
-    /// Removes `key`, returning its block.
-    pub fn remove(&mut self, key: u64) -> Option<Block> {
+    fn remove(&mut self, key: u64) -> Option<Block> {
         let mut pos = self.find(key)?;
         let e = self.entries[pos];
         let cap = self.entries.len();
@@ -244,11 +311,11 @@ impl PtrTable {
         })
     }
 
-    /// Rebuilds the table for `want` entries at a load of about 0.64.
-    /// Returns false, leaving the table as it was, when the memory for the
+    /// Rebuilds the shard for `want` entries at a load of about 0.75.
+    /// Returns false, leaving the shard as it was, when the memory for the
     /// new one cannot be had.
     fn resize(&mut self, want: usize) -> bool {
-        let new_cap = (want.saturating_mul(100) / 64 + 1).max(MIN_CAP);
+        let new_cap = (want.saturating_mul(4) / 3 + 1).max(MIN_CAP);
         let mut fresh = Vec::new();
         if growth_refused(new_cap) || fresh.try_reserve_exact(new_cap).is_err() {
             return false;
@@ -256,7 +323,6 @@ impl PtrTable {
         fresh.resize(new_cap, EMPTY);
         let old = std::mem::replace(&mut self.entries, fresh);
         self.len = 0;
-        let peak = self.peak;
         for e in old.into_iter().filter(|e| e.key != 0) {
             // Room for every old entry: the new table is larger than the
             // live set.
@@ -269,12 +335,10 @@ impl PtrTable {
                 },
             );
         }
-        self.peak = peak;
         true
     }
 
-    /// Every entry's node and generation (for tests and checks).
-    pub fn blocks(&self) -> impl Iterator<Item = (u64, Block)> + '_ {
+    fn blocks(&self) -> impl Iterator<Item = (u64, Block)> + '_ {
         self.entries.iter().filter(|e| e.key != 0).map(|e| {
             (
                 e.key,
@@ -319,7 +383,10 @@ mod tests {
         assert_eq!(t.remove(16), None);
         assert!(t.is_empty());
         assert_eq!(t.peak(), 999);
-        assert!(t.memory_bytes() <= 24 * 64, "table did not shrink");
+        assert!(
+            t.memory_bytes() <= (24 * MIN_CAP * SHARDS) as u64,
+            "table did not shrink"
+        );
     }
 
     #[test]
@@ -329,43 +396,58 @@ mod tests {
             t.insert(0x7f00_0000_0000 + i * 48, b(i)).unwrap();
         }
         let per = t.memory_bytes() as f64 / t.len() as f64;
-        assert!(per <= 40.0, "{per} bytes per live block");
+        assert!(per <= 33.0, "{per} bytes per live block");
     }
 
     #[test]
     fn a_table_that_cannot_grow_fills_up_then_refuses() {
-        MAX_CAP.with(|m| m.set(1000));
+        // Shards of at most 100 slots.
+        MAX_CAP.with(|m| m.set(100));
         let mut t = PtrTable::new();
         let mut stored = Vec::new();
-        let mut refused = 0;
-        for i in 1..=2000u64 {
+        let mut refused = Vec::new();
+        for i in 1..=20_000u64 {
             match t.insert(i * 16, b(i)) {
                 Ok(None) => stored.push(i),
                 Ok(Some(_)) => panic!("{i} was not present"),
-                Err(NoRoom) => refused += 1,
+                Err(NoRoom) => refused.push(i),
             }
         }
-        let cap = t.memory_bytes() as usize / std::mem::size_of::<Entry>();
-        assert!(cap <= 1000, "{cap}");
+        // Every shard filled to 31/32 of its slots, and no further.
+        for sh in &t.shards {
+            let cap = sh.entries.len();
+            assert!(cap <= 100, "{cap}");
+            assert!(
+                sh.len * 32 <= cap * 31 && sh.len * 32 > cap * 31 - 32,
+                "{} of {cap}",
+                sh.len
+            );
+        }
         assert_eq!(stored.len(), t.len());
-        assert!(t.len() * 32 <= cap * 31 && t.len() * 32 > cap * 31 - 32);
-        assert_eq!(refused, 2000 - stored.len());
+        assert_eq!(refused.len(), 20_000 - stored.len());
         // Present keys are still replaced; every stored block is found.
-        assert_eq!(t.insert(16, b(7)), Ok(Some(b(1))));
+        assert_eq!(t.insert(stored[0] * 16, b(7)), Ok(Some(b(stored[0]))));
         for &i in &stored[1..] {
             assert_eq!(t.get(i * 16), Some(b(i)));
         }
-        assert_eq!(t.get(stored.last().unwrap() * 16 + 16), None);
-        // Frees make room again; growth, once possible, resumes.
-        for &i in &stored[..100] {
+        assert_eq!(t.get(refused[0] * 16), None);
+        // Frees make room again in their shards.
+        for &i in &stored[1..1001] {
             assert!(t.remove(i * 16).is_some());
         }
-        assert_eq!(t.insert(99_999 * 16, b(5)), Ok(None));
+        let again = refused[..2000]
+            .iter()
+            .filter(|&&i| t.insert(i * 16, b(i)) == Ok(None))
+            .count();
+        assert!(again > 0 && again <= 1000, "{again}");
+        // Growth, once possible, resumes.
         MAX_CAP.with(|m| m.set(usize::MAX));
-        for i in 3000..6000u64 {
+        for i in 30_000..50_000u64 {
             assert_eq!(t.insert(i * 16, b(i)), Ok(None));
         }
-        assert_eq!(t.get(99_999 * 16), Some(b(5)));
+        for &i in &stored[1001..] {
+            assert_eq!(t.get(i * 16), Some(b(i)));
+        }
     }
 
     proptest! {

@@ -215,3 +215,54 @@ fn contexts_1e8_events_memory_bounded() {
     let peak = u64_of(&r["tracer"]["ptr_table_peak"]);
     assert!(peak < 1024, "pointer table peak {peak} entries");
 }
+
+/// 6·10^6 blocks live at once: the tracer's memory (traced VmHWM − native
+/// VmHWM) stays within the README budget of 64 MiB + 32 B per live block.
+/// Until 2026-11-27 the live-block table grew whole, its old and new
+/// copies side by side (64 B per live block for a moment): +303 MiB here,
+/// over the budget of 247 MiB (from about 3·10^6 live blocks on; +182 MiB
+/// now). It now grows a 64th at a time (`collector/src/ptr_table.rs`).
+#[test]
+fn many_live_blocks_within_the_budget() {
+    const LIVE: u64 = 6_000_000;
+    let w = WorkDir::new("rel-many-live");
+    let exe = compile("many_live.c", &w.path, Opt::Release, &[]);
+    let n = LIVE.to_string();
+    let native = run_plain(&exe, &[&n], &w.path);
+    assert_eq!(native.code, 0, "{}", native.describe());
+    let native_hwm = number_after(&native.stderr, "VmHWM_kB").expect("native VmHWM");
+    for placement in ["inline", "thread"] {
+        let h5 = w.join(format!("{placement}.h5"));
+        let out = run_traced_timeout(
+            &exe,
+            &[&n],
+            &w.path,
+            &h5,
+            &[("WMHCCT_COLLECTOR", placement)],
+            Duration::from_secs(300),
+        );
+        assert_eq!(out.code, 0, "{}", out.describe());
+        assert_eq!(out.stdout, native.stdout);
+        let traced_hwm = number_after(&out.stderr, "VmHWM_kB").expect("traced VmHWM");
+        let added_kib = traced_hwm.saturating_sub(native_hwm);
+        let budget_kib = 64 * 1024 + 32 * LIVE / 1024;
+        figure(
+            "many_live_blocks_within_the_budget",
+            format!(
+                "{placement}: {LIVE} live blocks, tracer +{} MiB of a {} MiB budget",
+                added_kib / 1024,
+                budget_kib / 1024
+            ),
+        );
+        assert!(
+            added_kib <= budget_kib,
+            "{placement}: +{added_kib} KiB over the budget of {budget_kib} KiB"
+        );
+        let r = report_json(&h5);
+        // The program's own, and libc's few for its stdio.
+        let mallocs = total_count(&r, "malloc");
+        let own = LIVE + LIVE / 2 + 1;
+        assert!((own..own + 16).contains(&mallocs), "{mallocs}");
+        assert_eq!(u64_of(&r["heap"]["unknown_frees"]), 0);
+    }
+}
