@@ -414,12 +414,16 @@ pub fn start(p: &Packets, tell: bool) {
         libc::sigfillset(&mut all);
         libc::pthread_sigmask(libc::SIG_SETMASK, &all, &mut old);
         let mut th: libc::pthread_t = 0;
-        let rc = libc::pthread_create(
-            &mut th,
-            std::ptr::null(),
-            collector_main,
-            std::ptr::null_mut(),
-        );
+        // Its thread vector, which glibc allocates for it, is the
+        // tracer's: not the first block of the program's heap.
+        let rc = crate::sealed::call_kept(|| {
+            libc::pthread_create(
+                &mut th,
+                std::ptr::null(),
+                collector_main,
+                std::ptr::null_mut(),
+            )
+        });
         libc::pthread_sigmask(libc::SIG_SETMASK, &old, std::ptr::null_mut());
         if rc == 0 {
             libc::pthread_detach(th);

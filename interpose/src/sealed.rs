@@ -14,6 +14,13 @@
 //! The arena (`arena.rs`) starts over when its last live block is given
 //! back, so it never fills up however many threads start; a call that
 //! finds it full is served by the program's allocator as before.
+//!
+//! A *kept* call ([`call_kept`]) is one whose blocks outlive it, for the
+//! tracer's own lasting use: the start of the collector thread, whose
+//! thread vector (DTV) glibc allocates with `calloc` and keeps as long as
+//! the thread lives. Its blocks come from a second arena that never starts
+//! over. Before, that block was the first of the program's heap, and every
+//! block of the program lay 304 bytes further on than untraced.
 
 use std::cell::Cell;
 use std::ffi::c_void;
@@ -27,24 +34,91 @@ const BYTES: usize = 16 << 10;
 
 static ARENA: Arena<BYTES> = Arena::new();
 
-/// Threads inside a sealed call (the exported functions' cheap test).
+/// Bytes of the kept calls' arena: a thread vector of glibc's is 16 bytes
+/// per TLS module and some spare (304 bytes with a dozen modules).
+const KEPT_BYTES: usize = 4 << 10;
+
+static KEPT: Arena<KEPT_BYTES> = Arena::new();
+
+/// Threads inside a sealed or kept call (the exported functions' cheap test).
 static SEALED: AtomicUsize = AtomicUsize::new(0);
+
+/// What the calling thread is inside.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Inside {
+    Nothing,
+    Sealed,
+    Kept,
+}
 
 thread_local! {
     // `const`, no destructor: usable at any time, like the guard's flag.
-    static INSIDE: Cell<bool> = const { Cell::new(false) };
+    static INSIDE: Cell<Inside> = const { Cell::new(Inside::Nothing) };
 }
 
 /// Run `f`, a library call whose allocations are all freed before it
 /// returns, with the calling thread's `malloc`, `calloc` and `realloc`
 /// served from the arena.
 pub fn call<R>(f: impl FnOnce() -> R) -> R {
-    let was = INSIDE.try_with(|i| i.replace(true)).unwrap_or(true);
+    enter(Inside::Sealed, f)
+}
+
+/// Run `f`, a library call that allocates blocks the tracer keeps (the
+/// collector thread's start), with the calling thread's `malloc`, `calloc`
+/// and `realloc` served from the kept arena.
+pub fn call_kept<R>(f: impl FnOnce() -> R) -> R {
+    enter(Inside::Kept, f)
+}
+
+fn enter<R>(what: Inside, f: impl FnOnce() -> R) -> R {
+    let was = INSIDE.try_with(|i| i.replace(what)).ok();
     SEALED.fetch_add(1, Ordering::AcqRel);
     let r = f();
     SEALED.fetch_sub(1, Ordering::AcqRel);
-    let _ = INSIDE.try_with(|i| i.set(was));
+    if let Some(was) = was {
+        let _ = INSIDE.try_with(|i| i.set(was));
+    }
     r
+}
+
+/// The arena the calling thread's call is served from, if any.
+fn serving() -> Option<&'static dyn Carve> {
+    match INSIDE.try_with(|i| i.get()).unwrap_or(Inside::Nothing) {
+        Inside::Nothing => None,
+        Inside::Sealed => Some(&ARENA),
+        Inside::Kept => Some(&KEPT),
+    }
+}
+
+/// The arena a block of either belongs to.
+fn owner(p: *mut c_void) -> &'static dyn Carve {
+    if ARENA.contains(p) {
+        &ARENA
+    } else {
+        &KEPT
+    }
+}
+
+/// The two arenas behind one face.
+trait Carve: Sync {
+    fn try_alloc(&self, size: usize, align: usize) -> Option<*mut c_void>;
+    /// # Safety
+    /// `p` is a live block of this arena.
+    unsafe fn size_of(&self, p: *mut c_void) -> usize;
+    fn release(&self, p: *mut c_void);
+}
+
+impl<const LEN: usize> Carve for Arena<LEN> {
+    fn try_alloc(&self, size: usize, align: usize) -> Option<*mut c_void> {
+        Arena::try_alloc(self, size, align)
+    }
+    unsafe fn size_of(&self, p: *mut c_void) -> usize {
+        // SAFETY: the caller's contract.
+        unsafe { Arena::size_of(self, p) }
+    }
+    fn release(&self, p: *mut c_void) {
+        Arena::release(self, p)
+    }
 }
 
 /// In a forked child: only the forking thread lives on, and it was not in
@@ -53,7 +127,7 @@ pub fn call<R>(f: impl FnOnce() -> R) -> R {
 pub fn after_fork_child() {
     SEALED.store(0, Ordering::Release);
     ARENA.reset();
-    let _ = INSIDE.try_with(|i| i.set(false));
+    let _ = INSIDE.try_with(|i| i.set(Inside::Nothing));
 }
 
 /// Whether some thread is inside a sealed call (one relaxed load: what
@@ -68,21 +142,18 @@ pub fn active() -> bool {
 #[cold]
 #[inline(never)]
 pub fn serve(size: usize) -> Option<*mut c_void> {
-    if !INSIDE.try_with(|i| i.get()).unwrap_or(false) {
-        return None;
-    }
-    alloc(size)
+    alloc(serving()?, size)
 }
 
-/// Is `p` a block of the arena? (NULL is not.)
+/// Is `p` a block of either arena? (NULL is not.)
 #[inline(always)]
 pub fn contains(p: *mut c_void) -> bool {
-    ARENA.contains(p)
+    ARENA.contains(p) || KEPT.contains(p)
 }
 
 /// A zeroed block (the arena's bytes are not zero once it has started over).
-fn alloc(size: usize) -> Option<*mut c_void> {
-    let p = ARENA.try_alloc(size, MIN_ALIGN)?;
+fn alloc(arena: &dyn Carve, size: usize) -> Option<*mut c_void> {
+    let p = arena.try_alloc(size, MIN_ALIGN)?;
     // SAFETY: a fresh block of `size` bytes.
     unsafe { std::ptr::write_bytes(p.cast::<u8>(), 0, size) };
     Some(p)
@@ -91,32 +162,32 @@ fn alloc(size: usize) -> Option<*mut c_void> {
 /// The size `p` was allocated with.
 ///
 /// # Safety
-/// `p` is a live block of the arena.
+/// `p` is a live block of either arena.
 pub unsafe fn size_of(p: *mut c_void) -> usize {
     // SAFETY: the caller's contract.
-    unsafe { ARENA.size_of(p) }
+    unsafe { owner(p).size_of(p) }
 }
 
-/// Give back `p`, a block of the arena.
+/// Give back `p`, a block of either arena.
 pub fn free(p: *mut c_void) {
-    ARENA.release(p);
+    owner(p).release(p);
 }
 
-/// `realloc` of `p`, a live block of the arena, to `size` bytes: in the
-/// arena for a thread inside a sealed call, else (and when the arena is
-/// full) by `elsewhere`, the program's allocator; the content moves, and
-/// `p` is given back unless the new block could not be had.
+/// `realloc` of `p`, a live block of either arena, to `size` bytes: in the
+/// arena of the calling thread's sealed or kept call, else (and when that
+/// arena is full) by `elsewhere`, the program's allocator; the content
+/// moves, and `p` is given back unless the new block could not be had.
 ///
 /// # Safety
-/// `p` is a live block of the arena.
+/// `p` is a live block of either arena.
 pub unsafe fn realloc(
     p: *mut c_void,
     size: usize,
     elsewhere: impl FnOnce(usize) -> *mut c_void,
 ) -> *mut c_void {
-    let q = match INSIDE.try_with(|i| i.get()).unwrap_or(false) {
-        true => alloc(size).unwrap_or_else(|| elsewhere(size)),
-        false => elsewhere(size),
+    let q = match serving() {
+        Some(arena) => alloc(arena, size).unwrap_or_else(|| elsewhere(size)),
+        None => elsewhere(size),
     };
     if !q.is_null() {
         // SAFETY: `p` holds `size_of(p)` bytes, `q` at least `size`; the

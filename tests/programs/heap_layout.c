@@ -1,5 +1,7 @@
-/* The program's heap as the program sees it: every block's offset from its
- * first block, hashed in the order the blocks were returned. Blocks come
+/* The program's heap as the program sees it: the first block's offset in
+ * its page (where the heap starts is random, its first page's layout is
+ * not), then every block's offset from the first block, hashed in the
+ * order the blocks were returned. Blocks come
  * from many calling contexts (the tracer's tables grow while this runs),
  * with frees and reallocs in between. Without the tracer and with it the
  * line printed must be the same: the tracer keeps its own allocations out
@@ -31,6 +33,7 @@ static void *work(void *arg) {
     (void)arg;
     unsigned r = 12345;
     first = malloc(24);
+    hash = (hash ^ ((uintptr_t)first & 4095)) * 1099511628211ull;
     note(first);
     for (long i = 0; i < events; i++) {
         r = r * 1103515245u + 12345u;
