@@ -441,7 +441,7 @@ fn resident_lines(s: &mut String, p: &Profile, end: &str) {
     let tracer = match m.tracer_peak_bytes {
         0 => String::new(),
         b => format!(
-            "; rank {}'s tracer allocations peaked at {}",
+            "; rank {}'s tracer allocated up to {} for itself",
             r.rank,
             human_bytes(b)
         ),
@@ -1068,8 +1068,8 @@ mod tests {
         };
         assert_eq!(
             lines(&one, "end"),
-            "resident:  peak 50.0 MiB (VmHWM), 40.0 MiB at end; the tracer's own allocations \
-             peaked at 3.0 MiB\n"
+            "resident:  peak 50.0 MiB (VmHWM), 40.0 MiB at end; the tracer allocated up to \
+             3.0 MiB for itself (resident where touched)\n"
         );
         let rank = |rank: u32, host: &str, mib: u64| RankSummary {
             rank,
@@ -1089,7 +1089,7 @@ mod tests {
         assert_eq!(
             lines(&same_host, "MPI_Finalize"),
             "resident:  peak 30.0 MiB (VmHWM) on rank 1, 15.0 MiB at MPI_Finalize; the 3 ranks' \
-             peaks sum to 70.0 MiB; rank 1's tracer allocations peaked at 1.0 MiB\n"
+             peaks sum to 70.0 MiB; rank 1's tracer allocated up to 1.0 MiB for itself\n"
         );
         let hosts = job(vec![
             rank(0, "n1", 10),
