@@ -415,3 +415,46 @@ impl Collector {
         self.ptrs.len()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ptr_table::refuse_shards_over;
+
+    /// The live-block table cannot grow (memory exhausted) and fills up:
+    /// every call still counts in the totals and its context, the blocks
+    /// the table refused are counted as untracked, and their frees are
+    /// unknown frees; the blocks it holds are freed as usual.
+    #[test]
+    fn blocks_the_table_cannot_hold_are_counted_and_untracked() {
+        refuse_shards_over(32);
+        let mut c = Collector::new(CollectorConfig {
+            phi: 0.01,
+            epsilon: 0.002,
+            exact: false,
+            n_kinds: 12,
+        });
+        let mut cur = Cursor::new();
+        const N: u64 = 5000;
+        for i in 1..=N {
+            c.on_alloc(&mut cur, 0, &[0x5000, 0x4000], 0, i * 64, 16, i);
+        }
+        let held = c.live_blocks() as u64;
+        let untracked = c.untracked_blocks();
+        assert!(
+            held > 0 && untracked > 0,
+            "{held} held, {untracked} untracked"
+        );
+        assert_eq!(held + untracked, N);
+        assert_eq!(c.totals()[0], (N, 16 * N));
+        assert_eq!(c.heap_stats().live_bytes, 16 * held);
+        for i in 1..=N {
+            c.on_free(3, i * 64, N + i, false);
+        }
+        refuse_shards_over(usize::MAX);
+        let h = c.heap_stats();
+        assert_eq!((h.live_bytes, h.live_blocks), (0, 0));
+        assert_eq!(h.unknown_frees, untracked);
+        assert_eq!(c.totals()[3], (N, 16 * held));
+    }
+}

@@ -81,6 +81,13 @@ fn growth_refused(cap: usize) -> bool {
     cap > MAX_CAP.with(|m| m.get())
 }
 
+/// Tests: on this thread, shards of more than `cap` slots cannot be had
+/// (`usize::MAX`: no limit), as when the address space is exhausted.
+#[cfg(test)]
+pub(crate) fn refuse_shards_over(cap: usize) {
+    MAX_CAP.with(|m| m.set(cap));
+}
+
 /// The table could not grow and is full: the block was not stored.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct NoRoom;

@@ -92,15 +92,18 @@ fn address_space_exhaustion_under_ulimit() {
     }
 }
 
-/// Millions of live 64-byte blocks under `ulimit -v`: the tracer's
-/// live-block table, which needs its new size beside the old one to grow,
-/// runs out of address space before the program does. It stops growing
-/// (instead of aborting the program, as it used to): the program ends as
-/// without the tracer, every call is in the totals, the blocks left out of
-/// the table are named on stderr and their frees are the unknown frees.
+/// Millions of live 64-byte blocks under `ulimit -v`, until the program's
+/// `malloc` returns NULL: the program ends as without the tracer and every
+/// call is in the totals. The tracer's live-block table needs room beside
+/// itself to grow; should a shard of it find none, it stops growing
+/// (instead of aborting the program, as it once did), the blocks left out
+/// of it are named on stderr and their frees are the unknown frees. Since
+/// the table grows a 64th at a time (2026-11-27) it grew to the end in
+/// every run here; the refusal itself is checked in
+/// `collector::tests::blocks_the_table_cannot_hold_are_counted_and_untracked`.
 #[test]
-fn live_block_table_cannot_grow_under_ulimit() {
-    let t = "live_block_table_cannot_grow_under_ulimit";
+fn live_blocks_until_memory_runs_out_under_ulimit() {
+    let t = "live_blocks_until_memory_runs_out_under_ulimit";
     let w = WorkDir::new("rel-oom-table");
     let exe = compile("rel_oom.c", &w.path, Opt::Debug, &[]);
     let limit_kb = 400_000;
@@ -125,12 +128,15 @@ fn live_block_table_cannot_grow_under_ulimit() {
     assert_eq!(out.stdout, expected, "NULL/ENOMEM as without the tracer");
     assert_no_panic(&out.stderr, "traced run");
     let lines = tracer_lines(&out.stderr);
-    let untracked = lines
+    let untracked = match lines
         .iter()
         .find(|l| l.contains("live-block table could not grow"))
-        .and_then(|l| number_after(l, "grow:"))
-        .unwrap_or_else(|| panic!("no line on the table: {}", out.stderr));
-    assert!(untracked > 0);
+    {
+        Some(l) => number_after(l, "grow:")
+            .filter(|&n| n > 0)
+            .unwrap_or_else(|| panic!("no count on the table's line: {l}")),
+        None => 0,
+    };
     // Besides: the tracer's own heap may have gone on from its emergency
     // reserve (its pages are its own, and the program took the rest).
     assert!(
