@@ -355,13 +355,7 @@ type DlcloseFn = unsafe extern "C" fn(*mut c_void) -> c_int;
 #[cfg_attr(not(test), no_mangle)]
 pub unsafe extern "C" fn dlclose(handle: *mut c_void) -> c_int {
     static REAL: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
-    let mut f = REAL.load(std::sync::atomic::Ordering::Acquire);
-    if f == 0 {
-        let _g = Guard::acquire();
-        // SAFETY: NUL-terminated name; RTLD_NEXT finds glibc's dlclose.
-        f = unsafe { libc::dlsym(libc::RTLD_NEXT, c"dlclose".as_ptr()) } as usize;
-        REAL.store(f, std::sync::atomic::Ordering::Release);
-    }
+    let f = crate::loaded_symbol::next_symbol(&REAL, c"dlclose");
     if f == 0 {
         return -1;
     }

@@ -40,11 +40,10 @@ extern "C" {
     ) -> *mut libc::FILE;
 }
 
-/// Leave the report to stdio's clean-up; `write` writes it. Returns false
-/// (nothing armed) where the stream cannot be made: the caller writes the
-/// report at once, as before.
-pub fn defer(write: fn()) -> bool {
-    WRITE.store(write as usize, Ordering::Release);
+/// Leave the exit's report to stdio's clean-up. Returns false (nothing
+/// armed) where the stream cannot be made: the caller writes the report
+/// at once, as before.
+pub fn defer() -> bool {
     let funcs = CookieIoFunctions {
         read: None,
         write: Some(flushed),
@@ -66,23 +65,15 @@ pub fn defer(write: fn()) -> bool {
     armed
 }
 
-/// The report function [`defer`] was given.
-static WRITE: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
-
-/// Take the pending report: true once, if one is pending (its writer is
-/// then the caller's to run).
+/// Take the pending report: true once, if one is pending (writing it is
+/// then the caller's to do).
 pub fn take() -> bool {
     PENDING.swap(false, Ordering::AcqRel)
 }
 
 fn write_pending() {
     if take() {
-        let f = WRITE.load(Ordering::Acquire);
-        if f != 0 {
-            // SAFETY: WRITE holds the `fn()` given to `defer`.
-            let write = unsafe { std::mem::transmute::<usize, fn()>(f) };
-            write();
-        }
+        crate::lifecycle::write_exit_report();
     }
 }
 

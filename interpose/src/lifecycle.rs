@@ -92,13 +92,7 @@ unsafe fn real_register_atfork(
     child: crate::exports::ForkHandler,
     dso_handle: *mut c_void,
 ) -> c_int {
-    let mut f = REAL_REGISTER_ATFORK.load(Ordering::Acquire);
-    if f == 0 {
-        let _g = Guard::acquire();
-        // SAFETY: NUL-terminated name; RTLD_NEXT finds glibc's.
-        f = unsafe { libc::dlsym(libc::RTLD_NEXT, c"__register_atfork".as_ptr()) } as usize;
-        REAL_REGISTER_ATFORK.store(f, Ordering::Release);
-    }
+    let f = crate::loaded_symbol::next_symbol(&REAL_REGISTER_ATFORK, c"__register_atfork");
     if f == 0 {
         return libc::ENOMEM;
     }
@@ -263,7 +257,7 @@ fn malloc_is_foreign() -> bool {
 }
 
 /// The report of a process that ends by `exit()`.
-fn write_exit_report() {
+pub fn write_exit_report() {
     let Some(g) = Guard::acquire() else { return };
     if let Some(t) = tracer::running() {
         crate::report::write(&g, t, "exit");
@@ -277,7 +271,7 @@ extern "C" fn at_exit() {
     foreign_allocator_notice();
     if tracer::running().is_some() && is_owner() {
         let Some(_g) = Guard::acquire() else { return };
-        if crate::last_flush::defer(write_exit_report) {
+        if crate::last_flush::defer() {
             return;
         }
     }

@@ -5,6 +5,7 @@
 //! extension's MPI calls reach the tracer's wrappers, which are global.
 
 use std::ffi::{c_int, c_void, CStr, CString};
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 /// The names of the loaded objects, in the loader's order (the program
 /// itself, which has none, left out).
@@ -27,6 +28,22 @@ fn loaded_objects() -> Vec<CString> {
     // nothing in it calls into the loader.
     unsafe { libc::dl_iterate_phdr(Some(each), (&mut names as *mut Vec<CString>).cast()) };
     names
+}
+
+/// The next definition of `name` after this library (`RTLD_NEXT`, else
+/// [`find`]: also an MPI library outside the global scope, as mpi4py's,
+/// which Python loads with its extension, `RTLD_LOCAL`), looked up once
+/// into `cache`; 0 when there is none (looked up again next time).
+pub fn next_symbol(cache: &AtomicUsize, name: &CStr) -> usize {
+    let f = cache.load(Ordering::Acquire);
+    if f != 0 {
+        return f;
+    }
+    // The lookup may allocate: not an event of the program.
+    let _g = crate::guard::Guard::acquire();
+    let f = lookup(libc::RTLD_NEXT, name);
+    cache.store(f, Ordering::Release);
+    f
 }
 
 /// `dlsym(handle, name)` (`RTLD_NEXT`, `RTLD_DEFAULT`), else [`find`]: a

@@ -45,19 +45,7 @@ impl Drop for MpiScope {
     }
 }
 
-/// Look up the next definition of `name` (glibc-style RTLD_NEXT), cached.
-pub fn next_symbol(cache: &AtomicUsize, name: &CStr) -> usize {
-    let f = cache.load(Ordering::Acquire);
-    if f != 0 {
-        return f;
-    }
-    let _g = Guard::acquire();
-    // Also an MPI library outside the global scope (mpi4py: Python loads
-    // it with its extension, RTLD_LOCAL).
-    let f = crate::loaded_symbol::lookup(libc::RTLD_NEXT, name);
-    cache.store(f, Ordering::Release);
-    f
-}
+pub use crate::loaded_symbol::next_symbol;
 
 /// Report a missing MPI entry point and stop: the program called an MPI
 /// function that the process's MPI library does not define.

@@ -34,11 +34,10 @@ const BYTES: usize = 16 << 10;
 
 static ARENA: Arena<BYTES> = Arena::new();
 
-/// Bytes of the kept calls' arena: a thread vector of glibc's is 16 bytes
-/// per TLS module and some spare (304 bytes with a dozen modules).
-const KEPT_BYTES: usize = 4 << 10;
-
-static KEPT: Arena<KEPT_BYTES> = Arena::new();
+/// The kept calls' arena (a thread vector of glibc's is 16 bytes per TLS
+/// module and some spare: 304 bytes with a dozen modules), as large as the
+/// other so that one type serves both; `.bss` pages cost nothing unused.
+static KEPT: Arena<BYTES> = Arena::new();
 
 /// Threads inside a sealed or kept call (the exported functions' cheap test).
 static SEALED: AtomicUsize = AtomicUsize::new(0);
@@ -82,7 +81,7 @@ fn enter<R>(what: Inside, f: impl FnOnce() -> R) -> R {
 }
 
 /// The arena the calling thread's call is served from, if any.
-fn serving() -> Option<&'static dyn Carve> {
+fn serving() -> Option<&'static Arena<BYTES>> {
     match INSIDE.try_with(|i| i.get()).unwrap_or(Inside::Nothing) {
         Inside::Nothing => None,
         Inside::Sealed => Some(&ARENA),
@@ -91,33 +90,11 @@ fn serving() -> Option<&'static dyn Carve> {
 }
 
 /// The arena a block of either belongs to.
-fn owner(p: *mut c_void) -> &'static dyn Carve {
+fn owner(p: *mut c_void) -> &'static Arena<BYTES> {
     if ARENA.contains(p) {
         &ARENA
     } else {
         &KEPT
-    }
-}
-
-/// The two arenas behind one face.
-trait Carve: Sync {
-    fn try_alloc(&self, size: usize, align: usize) -> Option<*mut c_void>;
-    /// # Safety
-    /// `p` is a live block of this arena.
-    unsafe fn size_of(&self, p: *mut c_void) -> usize;
-    fn release(&self, p: *mut c_void);
-}
-
-impl<const LEN: usize> Carve for Arena<LEN> {
-    fn try_alloc(&self, size: usize, align: usize) -> Option<*mut c_void> {
-        Arena::try_alloc(self, size, align)
-    }
-    unsafe fn size_of(&self, p: *mut c_void) -> usize {
-        // SAFETY: the caller's contract.
-        unsafe { Arena::size_of(self, p) }
-    }
-    fn release(&self, p: *mut c_void) {
-        Arena::release(self, p)
     }
 }
 
@@ -152,7 +129,7 @@ pub fn contains(p: *mut c_void) -> bool {
 }
 
 /// A zeroed block (the arena's bytes are not zero once it has started over).
-fn alloc(arena: &dyn Carve, size: usize) -> Option<*mut c_void> {
+fn alloc(arena: &Arena<BYTES>, size: usize) -> Option<*mut c_void> {
     let p = arena.try_alloc(size, MIN_ALIGN)?;
     // SAFETY: a fresh block of `size` bytes.
     unsafe { std::ptr::write_bytes(p.cast::<u8>(), 0, size) };

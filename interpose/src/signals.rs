@@ -146,14 +146,7 @@ pub fn program_signal(
         Installer::Sysv => (1, c"sysv_signal"),
         Installer::Sigset => (2, c"sigset"),
     };
-    let cache = &NEXT_INSTALLERS[slot];
-    let mut f = cache.load(Ordering::Acquire);
-    if f == 0 {
-        let _g = Guard::acquire();
-        // SAFETY: NUL-terminated name; RTLD_NEXT finds glibc's.
-        f = unsafe { libc::dlsym(libc::RTLD_NEXT, name.as_ptr()) } as usize;
-        cache.store(f, Ordering::Release);
-    }
+    let f = crate::loaded_symbol::next_symbol(&NEXT_INSTALLERS[slot], name);
     if f == 0 {
         return libc::SIG_ERR;
     }
