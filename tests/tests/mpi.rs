@@ -259,6 +259,45 @@ fn heuristic_exact_on_the_mpi_stencil() {
     }
 }
 
+/// `leaked` is the program's leaks in the default mode as in exact mode: the
+/// MPI library's state in contexts below the hotness threshold is the
+/// library's too. Until 2026-11-27 it counted as leaked, so `--max
+/// leaked=0` failed on MPI programs that free everything.
+#[test]
+fn leaked_leaves_out_the_mpi_state_below_the_hotness_threshold() {
+    let work = workdir("leak-cold");
+    let dir = work.path.clone();
+    let exe = mpi_compile("mpicc", "mpi_leak.c", &dir, &[]);
+    let leaked = |exact: &str| {
+        let h5 = dir.join(format!("job-{exact}.h5"));
+        let run = traced(&exe, &[], &dir, &h5, &[("WMHCCT_EXACT", exact)]);
+        assert_clean_job(&run, &h5);
+        let r = report_json(&h5);
+        assert_eq!(u64_of(&r["heap"]["evicted_live_bytes"]), 0, "{}", r["heap"]);
+        let h = h5.to_str().unwrap();
+        let out = run_plain(bin(), &["report", h, "--json", "--max", "leaked=0"], &dir);
+        assert_eq!(out.code, 3, "{}", out.describe());
+        let v: Value = serde_json::from_str(&out.stdout).unwrap();
+        (u64_of(&v["limits"][0]["value"]), r)
+    };
+    let (default, r) = leaked("0");
+    let (exact, e) = leaked("1");
+    // In exact mode every context is listed: the program's are the leaks.
+    let program: u64 = contexts(&e)
+        .iter()
+        .filter(|c| c["inside_mpi"].is_null())
+        .map(|c| u64_of(&c["leaked_bytes"]))
+        .sum();
+    assert_eq!(exact, program);
+    // Rank r leaked r+1 blocks of 3000 bytes, rank 0's stdout its buffer.
+    assert!((30_000..=30_000 + 65_536).contains(&exact), "{exact}");
+    assert_eq!(
+        default, exact,
+        "mpi_own {} vs {}",
+        r["mpi_own"], e["mpi_own"]
+    );
+}
+
 /// The lists of a job's report are the program's: the MPI library's own
 /// allocations (its state, live when the report is taken in MPI_Finalize,
 /// before the library frees it) are summed in one line instead of heading

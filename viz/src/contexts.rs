@@ -7,7 +7,7 @@ use wmhcct_format::{
 };
 
 pub use crate::cli::SortKey;
-use crate::mpi_internal::classify;
+use crate::mpi_internal::{MpiOwn, Owners};
 use crate::symbolize::{kind_name, Symbols};
 
 /// The kind table of a tree, by the tree's name.
@@ -53,7 +53,7 @@ pub struct Context {
     pub cut: bool,
     /// The MPI routine whose call allocated it (the MPI library's own
     /// memory), or `thread of <module>` for a thread the MPI library started
-    /// ([`classify`]); `None` for the program's allocations and for the
+    /// ([`Owners`]); `None` for the program's allocations and for the
     /// contexts of MPI calls themselves.
     pub inside_mpi: Option<String>,
 }
@@ -100,6 +100,11 @@ impl Context {
 pub struct ContextList {
     pub contexts: Vec<Context>,
     pub untraced: Vec<Context>,
+    /// The contexts below the hotness threshold that the MPI library
+    /// allocated for itself (none in exact mode), without their stacks:
+    /// never listed, but their bytes are still the library's, not the
+    /// program's leaks ([`ContextList::mpi_own`]).
+    pub cold: Vec<Context>,
     /// MPI calls (kind = the routine's C name; bytes = bytes sent).
     pub mpi: Vec<Context>,
 }
@@ -121,21 +126,59 @@ pub fn contexts(p: &Profile, syms: &Symbols) -> ContextList {
     let mut list = ContextList {
         contexts: Vec::new(),
         untraced: Vec::new(),
+        cold: Vec::new(),
         mpi: Vec::new(),
     };
     if let Some(tree) = alloc_tree(p) {
-        for (ctx, untraced) in tree_contexts(p, tree, syms) {
-            if untraced {
-                list.untraced.push(ctx);
-            } else {
-                list.contexts.push(ctx);
+        let keep = hot_mask(p, tree);
+        let mut owners = Owners::new(&p.meta.program);
+        for i in 0..tree.nodes.len() {
+            if !keep[i] {
+                continue;
+            }
+            if let Some((ctx, untraced)) = node_context(p, tree, i, syms) {
+                if untraced {
+                    list.untraced.push(ctx);
+                } else {
+                    owners.learn(&ctx.stack);
+                    list.contexts.push(ctx);
+                }
             }
         }
-        classify(&mut list.contexts, &p.meta.program);
+        // A job's contexts below the hotness threshold: the MPI library's
+        // own memory among them is the library's, not the program's leak
+        // (`ContextList::mpi_own`). Their stacks are built twice (learnt,
+        // then classified) and not kept: a job's tree has many more of
+        // them than hot ones.
+        let cold: Vec<usize> = if mpi_tree(p).is_some() {
+            (0..tree.nodes.len()).filter(|&i| !keep[i]).collect()
+        } else {
+            Vec::new()
+        };
+        let cold_context = |i: usize| node_context(p, tree, i, syms).filter(|(_, u)| !u);
+        for &i in &cold {
+            if let Some((ctx, _)) = cold_context(i) {
+                owners.learn(&ctx.stack);
+            }
+        }
+        for c in &mut list.contexts {
+            c.inside_mpi = owners.of(&c.stack);
+        }
+        for &i in &cold {
+            if let Some((mut ctx, _)) = cold_context(i) {
+                ctx.inside_mpi = owners.of(&ctx.stack);
+                if ctx.inside_mpi.is_some() {
+                    ctx.stack = Vec::new();
+                    list.cold.push(ctx);
+                }
+            }
+        }
     }
     if let Some(tree) = mpi_tree(p) {
-        list.mpi = tree_contexts(p, tree, syms)
-            .into_iter()
+        let keep = hot_mask(p, tree);
+        list.mpi = (0..tree.nodes.len())
+            .filter(|&i| keep[i])
+            .filter_map(|i| node_context(p, tree, i, syms))
             .map(|(c, _)| c)
             .collect();
     }
@@ -144,6 +187,15 @@ pub fn contexts(p: &Profile, syms: &Symbols) -> ContextList {
 }
 
 impl ContextList {
+    /// The MPI library's own memory live at the end: the contexts allocated
+    /// inside MPI calls, the cold ones included, so that the program's
+    /// leaks (`live` less this) do not count the library's state in
+    /// contexts below the hotness threshold. Only evicted contexts' bytes
+    /// are unknown (`evicted_live_bytes`).
+    pub fn mpi_own(&self) -> MpiOwn {
+        MpiOwn::of(self.contexts.iter().chain(&self.cold))
+    }
+
     /// Order every list by `key` descending, then count, then bytes. MPI
     /// call contexts, which neither leak nor hold memory, go by count for
     /// `Leaked` and `Peak`.
@@ -186,49 +238,47 @@ impl SortKey {
     }
 }
 
-/// The (φ, ε)-HCCT contexts of one tree (all of them in exact mode), each
-/// with whether it is an untraced pseudo-context.
-fn tree_contexts(p: &Profile, tree: &Tree, syms: &Symbols) -> Vec<(Context, bool)> {
-    let keep = if p.config.exact {
+/// Which nodes of a tree belong to the (φ, ε)-HCCT (all of them in exact
+/// mode).
+fn hot_mask(p: &Profile, tree: &Tree) -> Vec<bool> {
+    if p.config.exact {
         vec![true; tree.nodes.len()]
     } else {
         hcct_mask(tree, p.config.phi)
-    };
-    let kinds = kinds_of(&tree.name);
-    let mut out = Vec::new();
-    for (i, node) in tree.nodes.iter().enumerate() {
-        let FrameKey::Kind(k) = node.key else {
-            continue;
-        };
-        if !keep[i] {
-            continue;
-        }
-        let spread = match tree.spread.get(i) {
-            Some(s) if s.count.present > 0 => *s,
-            // A single process: the whole count is rank 0's.
-            _ => NodeSpread {
-                count: Spread::single(node.count, p.meta.rank.unwrap_or(0)),
-                bytes: Spread::single(node.bytes, p.meta.rank.unwrap_or(0)),
-            },
-        };
-        let (stack, cut) = program_stack(p, tree, i, syms);
-        let ctx = Context {
-            kind: kind_name(k, kinds),
-            count: node.count,
-            count_err: node.count_err,
-            bytes: node.bytes,
-            bytes_err: node.bytes_err,
-            leaked_bytes: node.live_bytes,
-            peak_live_bytes: node.peak_live_bytes,
-            temporary: node.temporary,
-            spread,
-            cut,
-            stack,
-            inside_mpi: None,
-        };
-        out.push((ctx, k >= UNTRACED_KIND));
     }
-    out
+}
+
+/// Node `i` as a context, with whether it is an untraced pseudo-context;
+/// `None` when it is a frame, not a context's leaf.
+fn node_context(p: &Profile, tree: &Tree, i: usize, syms: &Symbols) -> Option<(Context, bool)> {
+    let node = &tree.nodes[i];
+    let FrameKey::Kind(k) = node.key else {
+        return None;
+    };
+    let spread = match tree.spread.get(i) {
+        Some(s) if s.count.present > 0 => *s,
+        // A single process: the whole count is rank 0's.
+        _ => NodeSpread {
+            count: Spread::single(node.count, p.meta.rank.unwrap_or(0)),
+            bytes: Spread::single(node.bytes, p.meta.rank.unwrap_or(0)),
+        },
+    };
+    let (stack, cut) = program_stack(p, tree, i, syms);
+    let ctx = Context {
+        kind: kind_name(k, kinds_of(&tree.name)),
+        count: node.count,
+        count_err: node.count_err,
+        bytes: node.bytes,
+        bytes_err: node.bytes_err,
+        leaked_bytes: node.live_bytes,
+        peak_live_bytes: node.peak_live_bytes,
+        temporary: node.temporary,
+        spread,
+        cut,
+        stack,
+        inside_mpi: None,
+    };
+    Some((ctx, k >= UNTRACED_KIND))
 }
 
 /// Whether a stack (innermost first) was cut at the frame limit

@@ -117,6 +117,8 @@ impl Focus {
         ContextList {
             contexts: through(&list.contexts),
             untraced: Vec::new(),
+            // Kept without stacks: outside any focus.
+            cold: Vec::new(),
             mpi: through(&list.mpi),
         }
     }
@@ -286,6 +288,7 @@ mod tests {
         let all = ContextList {
             contexts: vec![a.clone(), b.clone()],
             untraced: vec![Context::of_stack("malloc", vec![])],
+            cold: Vec::new(),
             mpi: vec![b, a],
         };
         let list = focus(&["halo"]).of(&all);

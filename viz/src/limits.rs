@@ -11,7 +11,6 @@ use serde_json::{json, Value};
 use wmhcct_format::Profile;
 
 use crate::contexts::{alloc_tree, contexts, ContextList};
-use crate::mpi_internal::MpiOwn;
 use crate::report_text::{human_bytes, largest_peak, largest_resident};
 use crate::symbolize::Symbols;
 
@@ -244,8 +243,8 @@ impl Report<'_> {
             return 0;
         }
         match self.contexts {
-            Some(list) => MpiOwn::of(&list.contexts).total,
-            None => MpiOwn::of(&contexts(self.profile, self.symbols).contexts).total,
+            Some(list) => list.mpi_own().total,
+            None => contexts(self.profile, self.symbols).mpi_own().total,
         }
     }
 

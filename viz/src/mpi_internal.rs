@@ -68,6 +68,7 @@ const THREAD_STARTS: [&str; 3] = ["start_thread", "clone3", "clone"];
 /// code runs inside MPI calls (in the contexts allocated there) and never
 /// in the program's own contexts (those with a frame of the program and no
 /// MPI routine, so that libc or libstdc++ are not taken for the library).
+#[cfg(test)]
 pub fn classify(contexts: &mut [Context], program: &str) {
     let stacks: Vec<&[StackFrame]> = contexts.iter().map(|c| c.stack.as_slice()).collect();
     let owners = owners(&stacks, program);
@@ -79,26 +80,68 @@ pub fn classify(contexts: &mut [Context], program: &str) {
 /// [`classify`] over bare stacks, innermost frame first: for each, the MPI
 /// routine or `thread of <module>` that owns it, or `None`.
 pub fn owners(stacks: &[&[StackFrame]], program: &str) -> Vec<Option<String>> {
-    let mut library: HashSet<String> = HashSet::new();
-    let mut programs: HashSet<&str> = HashSet::new();
-    let mut routines = Vec::with_capacity(stacks.len());
+    let mut owners = Owners::new(program);
     for stack in stacks {
-        let at = mpi_routine_at(stack, program);
-        match at {
-            Some(i) => library.extend(stack[..i].iter().map(|f| f.module.clone())),
-            None if stack.iter().any(|f| in_program(f, program)) => {
-                programs.extend(stack.iter().map(|f| f.module.as_str()))
+        owners.learn(stack);
+    }
+    stacks.iter().map(|stack| owners.of(stack)).collect()
+}
+
+/// [`owners`] in two passes, for stacks built one at a time: [`Owners::learn`]
+/// every stack, then ask [`Owners::of`] for each (a thread the library
+/// started is recognised by the modules its calls run through, so every
+/// stack is learnt before any is answered).
+pub struct Owners<'p> {
+    program: &'p str,
+    library: HashSet<String>,
+    programs: HashSet<String>,
+    settled: bool,
+}
+
+impl<'p> Owners<'p> {
+    pub fn new(program: &'p str) -> Self {
+        Owners {
+            program,
+            library: HashSet::new(),
+            programs: HashSet::new(),
+            settled: false,
+        }
+    }
+
+    /// Take in one stack (before any [`Owners::of`]).
+    pub fn learn(&mut self, stack: &[StackFrame]) {
+        debug_assert!(!self.settled, "learn after of");
+        match mpi_routine_at(stack, self.program) {
+            Some(i) => {
+                for f in &stack[..i] {
+                    if !self.library.contains(&f.module) {
+                        self.library.insert(f.module.clone());
+                    }
+                }
+            }
+            None if stack.iter().any(|f| in_program(f, self.program)) => {
+                for f in stack {
+                    if !self.programs.contains(&f.module) {
+                        self.programs.insert(f.module.clone());
+                    }
+                }
             }
             None => {}
         }
-        routines.push(at.map(|i| routine_name(&stack[i].function)));
     }
-    library.retain(|m| !m.is_empty() && !programs.contains(m.as_str()));
-    stacks
-        .iter()
-        .zip(routines)
-        .map(|(stack, routine)| routine.or_else(|| library_thread(stack, program, &library)))
-        .collect()
+
+    /// The MPI routine or `thread of <module>` that owns `stack`.
+    pub fn of(&mut self, stack: &[StackFrame]) -> Option<String> {
+        if !self.settled {
+            let programs = std::mem::take(&mut self.programs);
+            self.library
+                .retain(|m| !m.is_empty() && !programs.contains(m.as_str()));
+            self.settled = true;
+        }
+        mpi_routine_at(stack, self.program)
+            .map(|i| routine_name(&stack[i].function))
+            .or_else(|| library_thread(stack, self.program, &self.library))
+    }
 }
 
 /// `thread of libpmix.so.2` for a stack of a thread the MPI library started

@@ -266,7 +266,7 @@ pub fn render(
 ) -> Value {
     let n = top.unwrap_or(usize::MAX);
     let nranks = rank_count(p);
-    let mpi_own = mpi_own_json(&MpiOwn::of(&list.contexts));
+    let mpi_own = mpi_own_json(&list.mpi_own());
     let focused;
     let list = match focus {
         Some(f) => {

@@ -154,7 +154,7 @@ pub fn render(
         h.live_blocks,
         h.unknown_frees
     );
-    let mpi_own = MpiOwn::of(&list.contexts);
+    let mpi_own = list.mpi_own();
     if mpi_own.total > 0 {
         let _ = writeln!(
             s,
