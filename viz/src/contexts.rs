@@ -132,10 +132,7 @@ pub fn contexts(p: &Profile, syms: &Symbols) -> ContextList {
     if let Some(tree) = alloc_tree(p) {
         let keep = hot_mask(p, tree);
         let mut owners = Owners::new(&p.meta.program);
-        for i in 0..tree.nodes.len() {
-            if !keep[i] {
-                continue;
-            }
+        for i in (0..tree.nodes.len()).filter(|&i| keep[i]) {
             if let Some((ctx, untraced)) = node_context(p, tree, i, syms) {
                 if untraced {
                     list.untraced.push(ctx);
