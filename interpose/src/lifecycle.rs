@@ -249,8 +249,11 @@ fn malloc_is_foreign() -> bool {
             info.dli_fbase as usize
         }
     }
-    // SAFETY: dlsym with RTLD_DEFAULT and a NUL-terminated name.
-    let found = unsafe { libc::dlsym(libc::RTLD_DEFAULT, c"malloc".as_ptr()) } as usize;
+    let found = crate::next_alloc::bound_definition(
+        libc::RTLD_DEFAULT,
+        c"malloc",
+        crate::next_alloc::malloc_version(),
+    );
     let ours = object_of(foreign_allocator_notice as fn() as usize);
     let theirs = defining_object(found, c"malloc");
     found != 0 && ours != 0 && theirs != 0 && theirs != ours

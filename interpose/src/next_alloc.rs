@@ -427,14 +427,92 @@ fn resolve(f: F) -> usize {
     slot(f)
 }
 
+/// glibc's symbol version of each name, in [`F`] order: what a program
+/// linked against glibc asks for. glibc's debugging allocator
+/// (`libc_malloc_debug.so.0`, for `MALLOC_CHECK_`, `mcheck` and `mtrace`)
+/// defines its functions only under these versions, not as the default
+/// definition that a plain `dlsym` finds.
+#[cfg(target_arch = "x86_64")]
+const VERSIONS: [&CStr; N] = {
+    const BASE: &CStr = c"GLIBC_2.2.5";
+    [
+        BASE,
+        BASE,
+        BASE,
+        BASE,
+        BASE,
+        BASE,
+        c"GLIBC_2.16",
+        BASE,
+        BASE,
+        c"GLIBC_2.26",
+        BASE,
+    ]
+};
+/// aarch64's; on another architecture these versions name nothing, and
+/// the plain lookup decides, as before.
+#[cfg(not(target_arch = "x86_64"))]
+const VERSIONS: [&CStr; N] = {
+    const BASE: &CStr = c"GLIBC_2.17";
+    [
+        BASE,
+        BASE,
+        BASE,
+        BASE,
+        BASE,
+        BASE,
+        BASE,
+        BASE,
+        BASE,
+        c"GLIBC_2.26",
+        BASE,
+    ]
+};
+
+/// glibc's version of `malloc`.
+pub fn malloc_version() -> &'static CStr {
+    VERSIONS[F::Malloc as usize]
+}
+
+/// The definition of `name` that a program linked against glibc binds to,
+/// searched from `handle` (`RTLD_NEXT`, `RTLD_DEFAULT`): the first object
+/// in the search order that defines it either by default (what `dlsym`
+/// finds; an unversioned definition, as jemalloc's or ours) or under
+/// glibc's `version` (what `dlvsym` finds, as `libc_malloc_debug.so.0`'s).
+/// Until 2026-11-27 only `dlsym` was asked, and with the debugging
+/// allocator preloaded after the tracer every call went past it to glibc.
+pub fn bound_definition(handle: *mut c_void, name: &CStr, version: &CStr) -> usize {
+    // SAFETY: NUL-terminated names; a pseudo-handle.
+    let plain = unsafe { libc::dlsym(handle, name.as_ptr()) } as usize;
+    // SAFETY: as above.
+    let versioned = unsafe { libc::dlvsym(handle, name.as_ptr(), version.as_ptr()) } as usize;
+    match (plain, versioned) {
+        (0, v) => v,
+        (p, 0) => p,
+        (p, v) if p == v => p,
+        (p, v) => {
+            let mut addrs = [0; N];
+            addrs[0] = p;
+            addrs[1] = v;
+            let at = objects_of(&addrs);
+            // The loader's list is the search order of the objects loaded
+            // at start and of those opened into the global scope since.
+            match (at[0], at[1]) {
+                (a, b) if b != 0 && (a == 0 || b < a) => v,
+                _ => p,
+            }
+        }
+    }
+}
+
 /// The next definition of every name (0 where there is none).
 fn lookup() -> Table {
     let mut found = [0; N];
     let mut failed = false;
-    for (slot, name) in found.iter_mut().zip(NAMES) {
-        // SAFETY: `name` is NUL-terminated; RTLD_NEXT from code in this
-        // object finds the first definition after libwmhcct.so.
-        *slot = unsafe { libc::dlsym(libc::RTLD_NEXT, name.as_ptr()) } as usize;
+    for ((slot, name), version) in found.iter_mut().zip(NAMES).zip(VERSIONS) {
+        // RTLD_NEXT from code in this object: the first definition after
+        // libwmhcct.so.
+        *slot = bound_definition(libc::RTLD_NEXT, name, version);
         failed |= *slot == 0;
     }
     if failed {

@@ -325,6 +325,92 @@ fn statically_linked_allocator() {
     assert!(!h5.exists(), "no report: nothing was traced");
 }
 
+/// glibc's debugging allocator, `libc_malloc_debug.so.0` (`MALLOC_CHECK_`,
+/// `mcheck`, `mtrace`), defines malloc & co. only under glibc's symbol
+/// versions. Preloaded after the tracer it serves every call as without
+/// it: its `mtrace` log has the same calls, and `MALLOC_CHECK_=3` catches
+/// the same overflow (until 2026-11-27 the tracer's plain `dlsym` went
+/// past it to glibc's malloc: an empty log, and the overflow unseen).
+/// Preloaded before, it serves everything and the tracer says so (it said
+/// nothing, and its report lacked the calls).
+#[test]
+fn glibc_debugging_allocator_preloaded_before_or_after() {
+    let debug = "/lib/x86_64-linux-gnu/libc_malloc_debug.so.0";
+    assert!(Path::new(debug).is_file(), "{debug} is missing (libc6)");
+    let w = WorkDir::new("rel-malloc-debug");
+    let exe = compile("rel_malloc_debug.c", &w.path, Opt::Debug, &["-fno-builtin"]);
+    let ours = lib().to_string_lossy().into_owned();
+    let h5 = w.join("debug.h5");
+    let run = |preload: &str, args: &[&str], env: &[(&str, &str)]| {
+        let _ = std::fs::remove_file(&h5);
+        run_preloaded(&exe, args, &w.path, preload, &h5, env, TIMEOUT)
+    };
+    // The calls in an mtrace log: `+ size`, `-`, `< >` for a realloc.
+    let calls = |log: &Path| -> Vec<String> {
+        let text = std::fs::read_to_string(log).unwrap();
+        text.lines()
+            .filter_map(|l| {
+                let t: Vec<&str> = l.split_whitespace().collect();
+                let op = t.iter().position(|x| ["+", "-", "<", ">"].contains(x))?;
+                Some(match t[op] {
+                    "+" | ">" => format!("{} {}", t[op], t.last().unwrap()),
+                    other => other.to_string(),
+                })
+            })
+            .collect()
+    };
+    let (alone_log, traced_log) = (w.join("alone.mtrace"), w.join("traced.mtrace"));
+    let alone = run(
+        debug,
+        &["trace"],
+        &[("MALLOC_TRACE", alone_log.to_str().unwrap())],
+    );
+    assert_eq!(alone.code, 0, "{}", alone.describe());
+    let expected = calls(&alone_log);
+    assert!(expected.len() >= 12, "{expected:?}");
+    let after = preload_pair(&ours, debug);
+    let traced = run(
+        &after,
+        &["trace"],
+        &[("MALLOC_TRACE", traced_log.to_str().unwrap())],
+    );
+    assert_eq!(traced.code, 0, "{}", traced.describe());
+    assert_eq!(traced.stdout, alone.stdout);
+    assert_eq!(
+        calls(&traced_log),
+        expected,
+        "every call through the debugging allocator"
+    );
+    let r = report_json(&h5);
+    for kind in [
+        "calloc",
+        "realloc",
+        "memalign",
+        "posix_memalign",
+        "aligned_alloc",
+    ] {
+        assert_eq!(total_count(&r, kind), 1, "{kind}: {}", r["totals"]);
+    }
+    // MALLOC_CHECK_=3: the overflow ends the program, traced or not.
+    let check = [("MALLOC_CHECK_", "3")];
+    let alone = run(debug, &["overflow"], &check);
+    assert_eq!(alone.code, 128 + 6, "{}", alone.describe());
+    let traced = run(&after, &["overflow"], &check);
+    assert_eq!(traced.code, alone.code, "{}", traced.describe());
+    assert!(!traced.stdout.contains("survived"), "{}", traced.describe());
+    // Before the tracer: nothing reaches it, and it says so.
+    let before = preload_pair(debug, &ours);
+    let out = run(&before, &["trace"], &[("MALLOC_TRACE", "/dev/null")]);
+    assert_eq!(out.code, 0, "{}", out.describe());
+    assert!(
+        tracer_lines(&out.stderr)
+            .iter()
+            .any(|l| l.contains("not libwmhcct.so's") && l.contains("not traced")),
+        "{}",
+        out.stderr
+    );
+}
+
 fn preload_pair(first: &str, second: &str) -> String {
     format!("{first} {second}")
 }
