@@ -73,6 +73,35 @@ pub struct Front {
     /// Words written to the ring; published to the collector thread
     /// (`Ring::tail`) every [`PUBLISH_EVERY`] records and before any drain.
     written: u64,
+    /// Bytes of the allocations pushed since every record was last applied
+    /// ([`Front::rearm`]): the live heap has grown by at most this much.
+    alloc_since: u64,
+    /// When `alloc_since` reaches this, the heap may have reached the
+    /// next snapshot's threshold: the pushing thread applies the ring and
+    /// takes the snapshot if due, as an inline tracer does in the
+    /// allocation that crossed it. (0 until first armed.)
+    check_at: u64,
+}
+
+impl Front {
+    /// Count an allocation of `size` bytes pushed; whether a snapshot may
+    /// now be due (`report::snapshot_ordered`).
+    #[inline(always)]
+    pub fn allocated(&mut self, size: u64) -> bool {
+        self.alloc_since = self.alloc_since.saturating_add(size);
+        self.alloc_since >= self.check_at
+    }
+
+    /// Every record is applied: the live heap is `live` and the next
+    /// snapshot is due at `snapshot_at` (`u64::MAX`: none). The pushing
+    /// threads check again once they have allocated the headroom, but not
+    /// before a 64th of the threshold, so that a heap that stays just
+    /// below it does not make every allocation apply the ring (a snapshot
+    /// is then at most that much late).
+    pub fn rearm(&mut self, live: u64, snapshot_at: u64) {
+        self.alloc_since = 0;
+        self.check_at = snapshot_at.saturating_sub(live).max(snapshot_at / 64);
+    }
 }
 
 /// A value alone on its cache lines (two: adjacent-line prefetch), so the

@@ -653,12 +653,15 @@ pub fn snapshot_if_due(t: &Tracer, core: &mut Core) {
     }
 }
 
-/// [`snapshot_if_due`] from the collector thread: with the front lock too,
-/// so the recording threads' statistics are in the snapshot.
+/// [`snapshot_if_due`] with a collector thread, from it or from a thread
+/// whose allocation may have reached the threshold (`Front::allocated`):
+/// with the front lock too, so that every record is applied first and the
+/// recording threads' statistics are in the snapshot.
 pub fn snapshot_ordered(t: &Tracer) {
     let mut ordered = tracer::lock_ordered(t);
     tracer::settle(&mut ordered);
     snapshot_if_due(t, &mut ordered);
+    tracer::rearm(&mut ordered);
 }
 
 /// The latest snapshot a process left.

@@ -536,10 +536,11 @@ impl std::ops::DerefMut for Ordered<'_> {
 pub fn lock_ordered(t: &Tracer) -> Ordered<'_> {
     match packets(t) {
         Some(p) => {
-            let front = p.front.lock();
+            let mut front = p.front.lock();
             p.publish(&front);
             let mut core = t.core.lock();
             p.drain(&mut core, usize::MAX);
+            front.rearm(core.collector.live_bytes(), core.snapshot_at);
             Ordered {
                 core,
                 front: Some(front),
@@ -549,6 +550,14 @@ pub fn lock_ordered(t: &Tracer) -> Ordered<'_> {
             core: t.core.lock(),
             front: None,
         },
+    }
+}
+
+/// Re-arm the pushing threads' snapshot check ([`Front::rearm`]) after the
+/// core's snapshot threshold may have moved.
+pub fn rearm(o: &mut Ordered<'_>) {
+    if let Some(front) = o.front.as_deref_mut() {
+        front.rearm(o.core.collector.live_bytes(), o.core.snapshot_at);
     }
 }
 
@@ -617,6 +626,12 @@ pub fn on_alloc(g: &Guard, at: Regs, kind: AllocKind, ptr: *mut c_void, size: us
             frames: leaf,
         };
         p.push(&mut front, &t.core, &ev);
+        if front.allocated(size as u64) {
+            drop(front);
+            with_stack(g, crate::report::REPORT_STACK, || {
+                crate::report::snapshot_ordered(t)
+            });
+        }
         return;
     }
     let mut core = t.core.lock();

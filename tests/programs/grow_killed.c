@@ -2,12 +2,14 @@
  * from grow_mesh(), with some scratch allocations between them, to N MiB;
  * then the process either frees everything and exits 0 ("exit"), or is
  * killed by SIGKILL as the kernel's OOM killer would ("kill"), leaving no
- * chance to write a report. Prints "grew to N MiB" first.
+ * chance to write a report. Prints "grew to N MiB" first. "kill-at-once"
+ * grows by the blocks alone, without pausing, and is killed right after, as
+ * the OOM killer kills a process whose heap has just grown.
  *
  * With -DWITH_MPI every rank starts MPI; only rank 1 grows and is killed,
  * the others wait in a barrier until mpirun ends the job.
  *
- *   grow_killed N exit|kill */
+ *   grow_killed N exit|kill|kill-at-once */
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -34,15 +36,17 @@ __attribute__((noinline)) void scratch(int n) {
     }
 }
 
-static void grow(int mib, int kill_at_end) {
+static void grow(int mib, int kill_at_end, int at_once) {
     char **blocks = calloc((size_t)mib, sizeof *blocks);
     for (int i = 0; i < mib; i++) {
         blocks[i] = grow_mesh(1 << 20);
+        if (at_once) continue;
         scratch(200);
         usleep(5000);
     }
     printf("grew to %d MiB\n", mib);
     fflush(stdout);
+    if (at_once) raise(SIGKILL);
     if (kill_at_end) {
         /* Long enough for a collector thread to have applied every record,
          * as it would have while a real program ran on. */
@@ -56,15 +60,16 @@ static void grow(int mib, int kill_at_end) {
 int main(int argc, char **argv) {
     int mib = argc > 1 ? atoi(argv[1]) : 20;
     int kill_at_end = argc > 2 && strcmp(argv[2], "kill") == 0;
+    int at_once = argc > 2 && strcmp(argv[2], "kill-at-once") == 0;
 #ifdef WITH_MPI
     int rank;
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-    if (rank == 1) grow(mib, kill_at_end);
+    if (rank == 1) grow(mib, kill_at_end, at_once);
     MPI_Barrier(MPI_COMM_WORLD);
     MPI_Finalize();
 #else
-    grow(mib, kill_at_end);
+    grow(mib, kill_at_end, at_once);
 #endif
     return 0;
 }

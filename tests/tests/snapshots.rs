@@ -98,6 +98,34 @@ fn a_process_killed_by_sigkill_leaves_its_last_snapshot() {
     }
 }
 
+/// Killed right after its heap grew, with no pause for a collector thread
+/// to catch up: with both placements the snapshot holds at least two
+/// thirds of the 24 MiB reached. A thread whose allocations may have taken
+/// the heap to the threshold applies the ring and takes the snapshot
+/// itself, as inline; before 2026-11-27 the snapshot came when the
+/// collector thread next applied the ring, up to 100 ms later, and a
+/// process killed within that time left an older one, or none.
+#[test]
+fn a_process_killed_right_after_it_grew_leaves_the_snapshot() {
+    for placement in ["inline", "thread"] {
+        let w = WorkDir::new(&format!("snapshot-at-once-{placement}"));
+        let exe = compile("grow_killed.c", &w.path, Opt::Debug, &[]);
+        let h5 = w.join("g.h5");
+        let env = [("WMHCCT_SNAPSHOT", "4MiB"), ("WMHCCT_COLLECTOR", placement)];
+        let out = run_traced(&exe, &["24", "kill-at-once"], &w.path, &h5, &env);
+        assert_eq!(out.code, 128 + 9, "{}", out.describe());
+        let files = files_in(&spill_of(&h5));
+        assert_eq!(files.len(), 1, "{placement}: {files:?}");
+        let r = report_json(&files[0]);
+        assert_eq!(r["reason"], "snapshot", "{placement}");
+        let live = u64_of(&r["live_bytes"]);
+        assert!(
+            (16 * MIB + 1..=25 * MIB).contains(&live),
+            "{placement}: live {live}"
+        );
+    }
+}
+
 #[test]
 fn a_normal_end_removes_the_snapshots_and_zero_takes_none() {
     for placement in ["inline", "thread"] {
