@@ -34,7 +34,8 @@ fn expected(failing: bool) -> Vec<Row> {
         ("MPI_Alltoallv", 1, |_| 3 * P * I),
         // A failed one is a call of 0 bytes, as a failed malloc.
         ("MPI_Alloc_mem", 1 + u64::from(failing), |_| 4096),
-        ("MPI_Free_mem", 1, |_| 0),
+        // As a free: the bytes released.
+        ("MPI_Free_mem", 1, |_| 4096),
     ]
 }
 

@@ -70,7 +70,13 @@ fn totals_json(totals: &[KindTotal]) -> Value {
     for name in &ALLOC_KINDS[..10] {
         m.insert(name.to_string(), json!({"count": 0, "bytes": 0}));
     }
-    for t in totals {
+    for (i, t) in totals.iter().enumerate() {
+        // `MPI_Alloc_mem` and `MPI_Free_mem` have a row as allocator
+        // functions, then one as MPI calls (`MPI_Free_mem`'s bytes 0): the
+        // allocator's, first, holds the bytes allocated and released.
+        if totals[..i].iter().any(|e| e.kind == t.kind) {
+            continue;
+        }
         m.insert(t.kind.clone(), json!({"count": t.count, "bytes": t.bytes}));
     }
     Value::Object(m)

@@ -179,8 +179,13 @@ pub fn render(
     );
 
     let _ = writeln!(s, "\n{:<16} {:>14} {:>16}", "function", "calls", "bytes");
-    for t in p.totals.iter().filter(|t| t.count > 0) {
-        let _ = writeln!(s, "{:<16} {:>14} {:>16}", t.kind, t.count, t.bytes);
+    // The allocator functions' rows, then the MPI calls': `MPI_Alloc_mem`
+    // and `MPI_Free_mem` are in both, as allocations first (the bytes
+    // allocated and released), and are listed once.
+    for (i, t) in p.totals.iter().enumerate() {
+        if t.count > 0 && !p.totals[..i].iter().any(|e| e.kind == t.kind) {
+            let _ = writeln!(s, "{:<16} {:>14} {:>16}", t.kind, t.count, t.bytes);
+        }
     }
 
     crate::sizes::write_text(&mut s, h);
