@@ -448,6 +448,13 @@ pub fn write(path: &Path, p: &Profile, syms: &Symbols) -> Result<()> {
     }
 
     put(&f, "node_count", &node_count(p))?;
+    // Flushed while every handle is open, so that a write that fails (a
+    // full disk) is an error here: closed with a group still open, the
+    // file was written when the last handle went, and an error then was
+    // lost (until 2026-11-27 a report cut by a full disk was sealed and
+    // announced as written).
+    f.flush().map_err(h5("writing file"))?;
+    drop(trees);
     f.close().map_err(h5("closing file"))?;
     Ok(())
 }
