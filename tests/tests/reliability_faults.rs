@@ -937,7 +937,7 @@ fn report_onto_a_full_disk() {
     }
     figure(
         t,
-        &format!("{written} reports written, {kept} profiles kept"),
+        format!("{written} reports written, {kept} profiles kept"),
     );
     assert!(kept > 0, "the report never failed to fit");
 }
