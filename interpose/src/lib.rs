@@ -36,6 +36,7 @@ mod mpi_side;
 mod mpi_table;
 mod next_alloc;
 pub mod output;
+mod own_file;
 mod own_heap;
 mod packets;
 mod per_thread;

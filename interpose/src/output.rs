@@ -333,6 +333,14 @@ pub fn profile_path(report: &Path, stream: bool) -> PathBuf {
     PathBuf::from(s)
 }
 
+/// The profile of process `pid` beside `report` when
+/// [`profile_path`]'s name is taken: `<report>.<pid>.wmprof`.
+pub fn profile_path_of(report: &Path, pid: u32) -> PathBuf {
+    let mut s = report.as_os_str().to_owned();
+    s.push(format!(".{pid}.wmprof"));
+    PathBuf::from(s)
+}
+
 /// Is our parent process traced too (we were started by a traced program)?
 /// An MPI launcher or daemon with the tracer loaded is not traced
 /// (`launcher::is_launcher_program`): its children are the job's ranks. A

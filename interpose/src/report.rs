@@ -584,7 +584,7 @@ fn write_spill(t: &Tracer, bytes: &[u8], name: &str) -> Option<(PathBuf, PathBuf
     let result = std::fs::create_dir_all(&dir)
         .map_err(|e| e.to_string())
         .and_then(|_| {
-            std::fs::write(&tmp, bytes)
+            crate::own_file::write(&tmp, bytes, false)
                 .and_then(|()| std::fs::rename(&tmp, &path))
                 .map_err(|e| {
                     // Disk full: do not leave a partial profile behind.
@@ -722,12 +722,25 @@ fn convert(t: &Tracer, bytes: &[u8], report: &Path, announce: bool) {
         report = &moved;
     }
     let stream = t.dest.is_stream(report);
-    let prof = output::profile_path(report, stream);
+    let mut prof = output::profile_path(report, stream);
     if t.dest.make_dir {
         // `WMHCCT_OUT=dir/`: made now (an error shows in the write below).
         let _ = std::fs::create_dir_all(&t.dest.dir);
     }
-    if let Err(e) = std::fs::write(&prof, bytes) {
+    // A profile of that name is another process's, converting into the
+    // same report at the same time (two programs with one `WMHCCT_OUT`),
+    // or one kept from an earlier run whose conversion failed: this one
+    // takes a name of its own. Until 2026-11-27 it took the other's place:
+    // one process's data was lost and the other's converter found no
+    // profile.
+    let written = match crate::own_file::write(&prof, bytes, !stream) {
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+            prof = output::profile_path_of(report, std::process::id());
+            crate::own_file::write(&prof, bytes, false)
+        }
+        other => other,
+    };
+    if let Err(e) = written {
         // Disk full: do not leave a truncated profile behind.
         let _ = std::fs::remove_file(&prof);
         crate::diag::message(&[

@@ -873,6 +873,86 @@ fn a_converter_that_hangs_is_stopped_at_the_time_limit() {
     assert!(w.join("b.h5").is_file(), "{}", bad.describe());
 }
 
+/// A file-size limit (`ulimit -f`) smaller than the profile: the program
+/// ends as without the tracer (its output flushed, its exit code), with
+/// one line saying the profile could not be written, and no profile cut
+/// short is left. Until 2026-11-27 the write raised SIGXFSZ and the
+/// program died of it (status 153), its buffered output lost.
+#[test]
+fn report_under_a_file_size_limit() {
+    let t = "report_under_a_file_size_limit";
+    let w = WorkDir::new("rel-werr-fsize");
+    let exe = compile("exitcode.c", &w.path, Opt::Debug, &[]);
+    let h5 = w.join("r.h5");
+    let mut c = command("sh", &["-c", "ulimit -f 1; exec \"$0\""], &w.path);
+    c.arg(&exe).env("LD_PRELOAD", lib()).env("WMHCCT_OUT", &h5);
+    let out = run_cmd(&mut c, TIMEOUT);
+    assert_eq!(out.code, 7, "{}", out.describe());
+    assert_eq!(out.stdout, "exiting with 7\n");
+    let lines = tracer_lines(&out.stderr);
+    assert_eq!(lines.len(), 1, "{}", out.stderr);
+    assert!(
+        lines[0].contains("cannot write the profile") && lines[0].contains("File too large"),
+        "{}",
+        lines[0]
+    );
+    figure(t, lines[0]);
+    let left: Vec<_> = std::fs::read_dir(&w.path)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with("r.h5"))
+        .collect();
+    assert!(left.is_empty(), "{left:?}");
+}
+
+/// Two programs with one `WMHCCT_OUT`, at the same time: each converts its
+/// own profile, and the report is one of theirs, whole. A profile an
+/// earlier run kept (its conversion failed) is left as it was. Until
+/// 2026-11-27 both used `<report>.wmprof`: one's data was lost, and the
+/// other's converter found no profile and said to convert one that was
+/// not there.
+#[test]
+fn two_programs_with_one_report_path() {
+    let w = WorkDir::new("rel-same-out");
+    let exe = compile("hundred_sizes.c", &w.path, Opt::Debug, &[]);
+    let h5 = w.join("same.h5");
+    let kept = w.join("same.h5.wmprof");
+    std::fs::write(&kept, b"an earlier run's profile").unwrap();
+    for round in 0..3 {
+        let start = || {
+            let mut c = command(&exe, &[] as &[&str], &w.path);
+            c.env("LD_PRELOAD", lib())
+                .env("WMHCCT_OUT", &h5)
+                .stdout(std::process::Stdio::piped())
+                .stderr(std::process::Stdio::piped());
+            c.spawn().unwrap()
+        };
+        let (a, b) = (start(), start());
+        let pids = [a.id(), b.id()];
+        for child in [a, b] {
+            let out = child.wait_with_output().unwrap();
+            assert_eq!(out.status.code(), Some(7), "round {round}");
+            let err = String::from_utf8_lossy(&out.stderr);
+            let lines = tracer_lines(&err);
+            assert_eq!(lines.len(), 1, "round {round}: {err}");
+            assert!(
+                lines[0].contains("report written to"),
+                "round {round}: {err}"
+            );
+        }
+        let r = report_json(&h5);
+        assert!(pids.contains(&(u64_of(&r["pid"]) as u32)), "{}", r["pid"]);
+        assert_eq!(total_count(&r, "malloc"), 100 + 1, "round {round}");
+        let left: Vec<_> = std::fs::read_dir(&w.path)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .filter(|n| n.ends_with(".wmprof") && n != "same.h5.wmprof")
+            .collect();
+        assert!(left.is_empty(), "round {round}: {left:?}");
+        assert_eq!(std::fs::read(&kept).unwrap(), b"an earlier run's profile");
+    }
+}
+
 /// A full disk (a small tmpfs, filled): no space for the profile at all,
 /// then space for the profile but not for the report. Nothing truncated is
 /// left behind; when the profile fits it is kept with the command that
