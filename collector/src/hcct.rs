@@ -32,7 +32,8 @@ use crate::space_saving::LazyQueue;
 
 static NEXT_ID: AtomicU64 = AtomicU64::new(1);
 
-/// Largest Space-Saving capacity accepted (per weight).
+/// Largest Space-Saving capacity accepted (per weight); the settings'
+/// smallest ε (`wmhcct_format::settings::MIN_EPSILON`) stays within it.
 pub const MAX_CAPACITY: usize = 1 << 24;
 
 /// Space-Saving capacity for `epsilon`: ⌈1/ε⌉, or `None` (exact) for a
@@ -48,6 +49,11 @@ pub fn capacity_for(epsilon: f64) -> Option<usize> {
         (c as usize).max(1)
     })
 }
+
+const _: () = assert!(
+    1.0 / wmhcct_format::settings::MIN_EPSILON <= MAX_CAPACITY as f64
+        && wmhcct_format::settings::MIN_PHI / 5.0 >= wmhcct_format::settings::MIN_EPSILON
+);
 
 #[derive(Debug)]
 pub struct Hcct {

@@ -110,6 +110,13 @@ pub struct Config {
 }
 
 pub const DEFAULT_PHI: f64 = 1e-4;
+/// Smallest ε accepted: its ⌈1/ε⌉ counters per weight stay within the
+/// Space-Saving summary's largest capacity, 2^24
+/// (`wmhcct_collector::hcct::MAX_CAPACITY`), so the bound the report states
+/// is the one the summary keeps.
+pub const MIN_EPSILON: f64 = 6e-8;
+/// Smallest φ accepted: its default ε, φ/5, is [`MIN_EPSILON`] or more.
+pub const MIN_PHI: f64 = 3e-7;
 pub const DEFAULT_MAX_DEPTH: usize = 128;
 pub const DEFAULT_RESEED: u64 = 1000;
 pub const DEFAULT_RESEED_GAP_US: u64 = 10_000;
@@ -248,8 +255,8 @@ impl Config {
             if let Some(x) = parse_f64_in(
                 "WMHCCT_PHI",
                 &v,
-                |x| x > 0.0 && x < 1.0,
-                "a number with 0 < phi < 1 (default 1e-4)",
+                |x| (MIN_PHI..1.0).contains(&x),
+                "a number with 3e-7 <= phi < 1 (default 1e-4)",
                 &mut w,
             ) {
                 c.phi = x;
@@ -261,8 +268,8 @@ impl Config {
             if let Some(x) = parse_f64_in(
                 "WMHCCT_EPSILON",
                 &v,
-                |x| x > 0.0 && x <= phi && 1.0 / x <= 1e8,
-                "a number with 1e-8 <= epsilon <= phi (default phi/5)",
+                |x| (MIN_EPSILON..=phi).contains(&x),
+                "a number with 6e-8 <= epsilon <= phi (default phi/5)",
                 &mut w,
             ) {
                 c.epsilon = x;
@@ -519,6 +526,11 @@ mod tests {
             ("WMHCCT_PHI", "NaN"),
             ("WMHCCT_PHI", ""),
             ("WMHCCT_EPSILON", "2"),
+            // Below what the summary's 2^24 counters per weight can keep
+            // (until 2026-11-27 accepted, and the report stated a bound
+            // the summary did not keep).
+            ("WMHCCT_PHI", "1e-9"),
+            ("WMHCCT_EPSILON", "1e-8"),
             ("WMHCCT_UNWIND", "bogus"),
             ("WMHCCT_MAX_DEPTH", "-3"),
             ("WMHCCT_MAX_DEPTH", "0"),
