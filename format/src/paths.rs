@@ -1,6 +1,8 @@
 //! Where the tracer leaves files beside a report, for the writer and the
 //! readers that look for them.
 
+use std::ffi::{OsStr, OsString};
+use std::os::unix::ffi::OsStrExt as _;
 use std::path::{Path, PathBuf};
 
 /// The spill directory of `report` unless `WMHCCT_SPILL_DIR` names
@@ -16,11 +18,26 @@ pub fn spill_dir_beside(report: &Path) -> PathBuf {
 /// report into before renaming it into place: `.<name>.<pid>.tmp`. The
 /// tracer removes a stopped converter's (`WMHCCT_CONVERT_TIMEOUT`).
 pub fn report_temp_beside(report: &Path, pid: u32) -> PathBuf {
-    let name = report
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_else(|| "report.h5".into());
-    report.with_file_name(format!(".{name}.{pid}.tmp"))
+    let mut name = OsString::from(".");
+    name.push(report.file_name().unwrap_or(OsStr::new("report.h5")));
+    name.push(format!(".{pid}.tmp"));
+    named_beside(report, name, format!(".wmhcct-{pid}.tmp"))
+}
+
+/// The longest file name Linux file systems take (`NAME_MAX`).
+pub const NAME_MAX: usize = 255;
+
+/// The file `name` in `report`'s directory, or `short` when `name` is too
+/// long for a file name: a report named with up to 255 bytes has room for
+/// its profile and temporary file beside it. Until 2026-11-27 a name of
+/// 245 bytes or more could be given but not written ("File name too
+/// long").
+pub fn named_beside(report: &Path, name: OsString, short: String) -> PathBuf {
+    if name.as_bytes().len() <= NAME_MAX {
+        report.with_file_name(name)
+    } else {
+        report.with_file_name(short)
+    }
 }
 
 /// `path` as one word of a shell command line, for the commands the tools

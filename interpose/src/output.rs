@@ -328,17 +328,22 @@ pub fn profile_path(report: &Path, stream: bool) -> PathBuf {
     if stream {
         return std::env::temp_dir().join(format!("wmhcct-{}.wmprof", std::process::id()));
     }
-    let mut s = report.as_os_str().to_owned();
-    s.push(".wmprof");
-    PathBuf::from(s)
+    profile_beside(report, "", std::process::id())
 }
 
 /// The profile of process `pid` beside `report` when
 /// [`profile_path`]'s name is taken: `<report>.<pid>.wmprof`.
 pub fn profile_path_of(report: &Path, pid: u32) -> PathBuf {
-    let mut s = report.as_os_str().to_owned();
-    s.push(format!(".{pid}.wmprof"));
-    PathBuf::from(s)
+    profile_beside(report, &format!(".{pid}"), pid)
+}
+
+/// `<report><middle>.wmprof`, or `wmhcct-<pid>.wmprof` beside it when that
+/// name is too long.
+fn profile_beside(report: &Path, middle: &str, pid: u32) -> PathBuf {
+    let mut name = report.file_name().unwrap_or_default().to_owned();
+    name.push(middle);
+    name.push(".wmprof");
+    wmhcct_format::named_beside(report, name, format!("wmhcct-{pid}.wmprof"))
 }
 
 /// Is our parent process traced too (we were started by a traced program)?

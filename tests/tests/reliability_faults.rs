@@ -905,6 +905,36 @@ fn report_under_a_file_size_limit() {
     assert!(left.is_empty(), "{left:?}");
 }
 
+/// A report named with 255 bytes, the longest file name: its profile and
+/// the converter's temporary file take short names beside it, and the
+/// report is written. Until 2026-11-27 names from 245 bytes up failed with
+/// "File name too long", and the command given to convert the profile
+/// failed the same way.
+#[test]
+fn a_report_name_of_the_longest_length() {
+    let w = WorkDir::new("rel-long-name");
+    let exe = compile("exitcode.c", &w.path, Opt::Debug, &[]);
+    for len in [240, 250, 255] {
+        let h5 = w.join(format!("{}.h5", "a".repeat(len - 3)));
+        let out = run_traced(&exe, &[] as &[&str], &w.path, &h5, &[]);
+        assert_eq!(out.code, 7, "{}", out.describe());
+        let lines = tracer_lines(&out.stderr);
+        assert!(
+            lines.len() == 1 && lines[0].contains("report written to"),
+            "{len}: {}",
+            out.stderr
+        );
+        assert_eq!(total_count(&report_json(&h5), "calloc"), 1, "{len}");
+        let names: Vec<_> = std::fs::read_dir(&w.path)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .filter(|n| n.contains("wmprof") || n.ends_with(".tmp"))
+            .collect();
+        assert!(names.is_empty(), "{len}: {names:?}");
+        std::fs::remove_file(&h5).unwrap();
+    }
+}
+
 /// Two programs with one `WMHCCT_OUT`, at the same time: each converts its
 /// own profile, and the report is one of theirs, whole. A profile an
 /// earlier run kept (its conversion failed) is left as it was. Until
