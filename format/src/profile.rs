@@ -214,7 +214,8 @@ pub struct Meta {
     /// MPI rank and size, when the process was part of an MPI job.
     pub rank: Option<u32>,
     pub nranks: Option<u32>,
-    /// How the profile was produced: "exit", "finalize", "abort", "signal", "merge".
+    /// How the profile was produced: "exit", "_exit", "finalize", "abort",
+    /// a signal's name ("sigterm", "sigsegv", …), "merge", "snapshot".
     pub reason: String,
     /// Version of the tracer that wrote the profile.
     pub tracer_version: String,
