@@ -172,15 +172,12 @@ pub enum SortKey {
     Count,
     /// Bytes allocated.
     Bytes,
-    /// Bytes still allocated at the end (leaks); a text report lists only
-    /// contexts that leaked.
+    /// Bytes still allocated at the end (leaks).
     Leaked,
-    /// Bytes live at the heap's peak (what made the peak); a text report
-    /// lists only contexts with bytes live then.
+    /// Bytes live at the heap's peak (what made the peak).
     Peak,
     /// Temporary allocations: blocks freed before their thread allocated
-    /// or freed anything else (allocation churn); a text report lists only
-    /// contexts that had some.
+    /// or freed anything else (allocation churn).
     Temporary,
 }
 
@@ -281,7 +278,8 @@ pub struct ReportArgs {
     #[arg(long)]
     pub json: bool,
     /// Order of the contexts (MPI call contexts: by count, or by bytes
-    /// sent with `bytes`).
+    /// sent with `bytes`); by `leaked`, `peak` or `temporary` the text lists
+    /// only the contexts that have some.
     #[arg(long, value_enum, default_value = "count")]
     pub by: SortKey,
     /// What the list sums: each calling context, or the contexts by where

@@ -53,14 +53,14 @@ fn limit(path: &Path) -> Duration {
             Ok(s) if (1..=MAX_LIMIT_SECS).contains(&s) => s,
             _ => {
                 say!(
-                    "wmhcct: warning: {TIMEOUT_VAR}={v:?}: expected whole seconds from 1 to {MAX_LIMIT_SECS}; using {default}"
+                    "wmhcct: warning: {TIMEOUT_VAR}={v:?}: expected whole seconds from 1 to {MAX_LIMIT_SECS}; using the default for this file, {default} s (60 s and 1 s per 16 MiB)"
                 );
                 default
             }
         },
         Err(std::env::VarError::NotUnicode(v)) => {
             say!(
-                "wmhcct: warning: {TIMEOUT_VAR}={v:?}: expected whole seconds from 1 to {MAX_LIMIT_SECS}; using {default}"
+                "wmhcct: warning: {TIMEOUT_VAR}={v:?}: expected whole seconds from 1 to {MAX_LIMIT_SECS}; using the default for this file, {default} s (60 s and 1 s per 16 MiB)"
             );
             default
         }
@@ -167,7 +167,7 @@ fn died(status: ExitStatus) -> Option<ReportError> {
         libc::SIGABRT => "aborted".to_string(),
         libc::SIGFPE => "arithmetic fault".to_string(),
         libc::SIGKILL => "killed, out of memory?".to_string(),
-        s => format!("signal {s}"),
+        s => crate::signal_name::signal_name(s),
     };
     Some(ReportError::Crashed(name))
 }

@@ -141,12 +141,15 @@ fn refused_option(args: &RunArgs) -> Option<(&'static str, String, &'static str)
 pub fn run(args: &RunArgs) -> Result<i32> {
     if let Some((opt, value, accepted)) = refused_option(args) {
         use clap::CommandFactory as _;
-        crate::cli::Cli::command()
-            .error(
-                clap::error::ErrorKind::InvalidValue,
-                format!("invalid value '{value}' for '{opt}': expected {accepted}"),
-            )
-            .exit();
+        // As clap's own errors on `run`'s options: with `run`'s usage line.
+        let mut cli = crate::cli::Cli::command();
+        cli.build();
+        let mut cmd = cli.find_subcommand("run").cloned().unwrap_or(cli);
+        cmd.error(
+            clap::error::ErrorKind::InvalidValue,
+            format!("invalid value '{value}' for '{opt}': expected {accepted}"),
+        )
+        .exit();
     }
     let lib = preload_path(&find_lib(args.lib.as_ref())?)?;
     let mut preload = OsString::from(lib.as_os_str());
@@ -245,7 +248,10 @@ fn no_report_line(
                 Some(libc::SIGKILL) => Some(format!(
                     "{name} was killed by SIGKILL, which leaves a process no time to write one"
                 )),
-                Some(sig) => Some(format!("{name} was killed by signal {sig}")),
+                Some(sig) => Some(format!(
+                    "{name} was killed by {}",
+                    crate::signal_name::signal_name(sig)
+                )),
                 None => None,
             });
             Some(match why {

@@ -1074,6 +1074,8 @@ fn run_refuses_option_values_the_tracer_would_not_take() {
         let err = stderr(&o);
         assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
         assert!(err.contains(named) && err.contains("expected"), "{err}");
+        // `run`'s usage, as for clap's own errors on its options.
+        assert!(err.contains("Usage: wmhcct run "), "{err}");
         assert!(!marker.exists(), "{args:?}: the command ran");
     }
     // ε within a φ given by option or by the environment.
