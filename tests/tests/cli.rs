@@ -777,6 +777,53 @@ fn diff_focus_compares_the_contexts_through_a_frame() {
     );
 }
 
+/// C++ library functions the demangler cannot read in full, or that GCC's
+/// debug information names without their class and namespace, are still
+/// the library's: `--group function` credits the program's functions that
+/// call them. Until 2026-11-27 the report showed `_ZSt11make_shared…` and
+/// `thread<main()::<lambda()> >` as allocating functions.
+#[test]
+fn library_frames_named_without_scope_are_still_the_librarys() {
+    let w = WorkDir::new("cli-cxx-library");
+    let h5 = exact_report(&w, "cxx_library_sites.cpp", "cl", &["-pthread"]);
+    let v = wmhcct_json(&w, &["report", &h5, "--json", "--group", "function"]);
+    let list = v["sites"]["list"].as_array().unwrap();
+    let names: Vec<&str> = list
+        .iter()
+        .map(|s| s["function"].as_str().unwrap())
+        .collect();
+    for n in &names {
+        assert!(
+            !n.starts_with("_Z") && !n.starts_with("thread<") && !n.starts_with("_M_"),
+            "{names:?}"
+        );
+    }
+    let site = |name: &str| {
+        list.iter()
+            .find(|s| s["function"].as_str().unwrap().starts_with(name))
+            .unwrap_or_else(|| panic!("no site {name}: {names:?}"))
+    };
+    // Each make_shared: its control block with the vector, and the
+    // vector's buffer.
+    assert_eq!(u64_of(&site("share_buffer")["count"]), 20, "{names:?}");
+    assert!(u64_of(&site("start_workers")["count"]) >= 2, "{names:?}");
+    // The stacks name them in full, qualified.
+    let r = wmhcct_json(&w, &["report", &h5, "--json"]);
+    let frames: Vec<String> = contexts(&r)
+        .iter()
+        .flat_map(|c| c["stack"].as_array().unwrap().clone())
+        .map(|f| f["function"].as_str().unwrap().to_string())
+        .collect();
+    assert!(
+        frames.iter().any(|f| f == "std::make_shared<…>"),
+        "{frames:?}"
+    );
+    assert!(
+        frames.iter().any(|f| f.starts_with("std::thread::thread<")),
+        "{frames:?}"
+    );
+}
+
 /// `wmhcct report --group function|line|module` on alloc_sites.cpp's
 /// exact report: contexts summed by the function, line or module that
 /// allocates, past the program's `xmalloc` wrapper and the C++ library's

@@ -218,14 +218,16 @@ impl ModuleResolver {
         };
         let probe = offset.saturating_sub(1);
         let mut found: Option<Frame> = None;
+        let mut raw_name = None;
         if let Ok(mut frames) = loader.find_frames(probe) {
             // Innermost first: the last frame is the real (outermost) function.
             while let Ok(Some(f)) = frames.next() {
-                let function = f
+                raw_name = f
                     .function
                     .as_ref()
                     .and_then(|n| n.raw_name().ok())
-                    .map(|n| demangle(&n));
+                    .map(|n| n.into_owned());
+                let function = raw_name.as_deref().map(demangle);
                 let (file, line) = f
                     .location
                     .as_ref()
@@ -239,11 +241,25 @@ impl ModuleResolver {
             }
         }
         let mut frame = found.unwrap_or_else(Frame::unknown);
+        let symbols = || {
+            self.symbols
+                .get_or_init(|| self.file.as_deref().and_then(ElfSymbols::read))
+                .as_ref()
+        };
+        if let Some(raw) = raw_name.filter(|r| !r.starts_with("_Z")) {
+            // A C++ function whose debug information has no linkage name
+            // (GCC's constructors, member templates) is named there
+            // without its class and namespaces (`thread<…>` for
+            // `std::thread::thread<…>`): its ELF symbol has them.
+            if let Some(full) = symbols()
+                .and_then(|t| t.name_at(probe))
+                .and_then(|sym| qualified_by_symbol(&raw, sym))
+            {
+                frame.function = full;
+            }
+        }
         if frame.function == "??" {
-            let symbols = self
-                .symbols
-                .get_or_init(|| self.file.as_deref().and_then(ElfSymbols::read));
-            if let Some(name) = symbols.as_ref().and_then(|t| t.name_at(probe)) {
+            if let Some(name) = symbols().and_then(|t| t.name_at(probe)) {
                 frame.function = demangle(name);
             } else if self
                 .code
@@ -263,6 +279,19 @@ impl ModuleResolver {
         }
         frame
     }
+}
+
+/// The demangled ELF `symbol` of a function that debug information names
+/// `dwarf` without its scope, when the symbol is that function's: a C++
+/// name whose last part is `dwarf`'s (template arguments aside).
+fn qualified_by_symbol(dwarf: &str, symbol: &str) -> Option<String> {
+    if !symbol.starts_with("_Z") {
+        return None;
+    }
+    let base = dwarf.split('<').next()?.trim();
+    let qualified = crate::demangle::qualified_name(symbol)?;
+    let last = qualified.rsplit("::").next()?.trim_end_matches("<…>");
+    (!base.is_empty() && last == base && qualified.contains("::")).then(|| demangle(symbol))
 }
 
 /// A module file's executable sections, to read code from.
