@@ -481,8 +481,9 @@ pub fn event(
 // The job: the MPI-side library and the report at MPI_Finalize.
 
 type SideInit = unsafe extern "C" fn(*mut c_int, *mut c_int, *mut u8, usize, *mut usize) -> c_int;
-type Sink = extern "C" fn(*const u8, usize, *mut c_void);
-type SideReduce = unsafe extern "C" fn(*const u8, usize, u64, Sink, *mut c_void) -> c_int;
+type Sink = extern "C" fn(*const u8, usize, u32, *mut c_void);
+type Left = extern "C" fn(u32, *mut c_void) -> c_int;
+type SideReduce = unsafe extern "C" fn(*const u8, usize, u64, Sink, Left, *mut c_void) -> c_int;
 
 static SIDE_REDUCE: AtomicUsize = AtomicUsize::new(0);
 
@@ -526,7 +527,7 @@ pub fn after_init() {
     let (init, reduce) = unsafe {
         (
             libc::dlsym(h, c"wmhcct_mpi_init".as_ptr()) as usize,
-            libc::dlsym(h, c"wmhcct_mpi_reduce".as_ptr()) as usize,
+            libc::dlsym(h, c"wmhcct_mpi_merge".as_ptr()) as usize,
         )
     };
     if init == 0 || reduce == 0 {
@@ -580,7 +581,7 @@ pub fn after_init() {
     SIDE_REDUCE.store(reduce, Ordering::Release);
 }
 
-extern "C" fn write_merged(data: *const u8, len: usize, ctx: *mut c_void) {
+extern "C" fn write_merged(data: *const u8, len: usize, ranks: u32, ctx: *mut c_void) {
     // SAFETY: the side library passes a valid buffer; ctx is our &Tracer.
     let (bytes, t) = unsafe {
         (
@@ -588,7 +589,21 @@ extern "C" fn write_merged(data: *const u8, len: usize, ctx: *mut c_void) {
             &*(ctx as *const crate::tracer::Tracer),
         )
     };
-    crate::report::write_bytes(t, bytes);
+    match crate::tracer::job(t) {
+        // Ranks left without MPI_Finalize, their profiles in the spill
+        // directory.
+        Some(j) if ranks < j.size => crate::report::write_partial_job(t, bytes, ranks, j.size),
+        _ => crate::report::write_bytes(t, bytes),
+    }
+}
+
+/// Whether `rank` of this job has left without `MPI_Finalize`: its mark in
+/// the spill directory ([`crate::report::rank_left`]), for the reduction,
+/// which then stops waiting for it.
+extern "C" fn rank_left(rank: u32, ctx: *mut c_void) -> c_int {
+    // SAFETY: ctx is the &Tracer `before_finalize` passes.
+    let t = unsafe { &*(ctx as *const crate::tracer::Tracer) };
+    c_int::from(crate::report::rank_left(t, rank))
 }
 
 /// Before PMPI_Finalize: merge every rank's profile into one report.
@@ -619,24 +634,34 @@ pub fn before_finalize() {
     // The reduction decodes its own copy: keeping this one would hold the
     // profile twice at the job's memory peak.
     drop(profile);
-    // SAFETY: wmhcct_mpi_reduce(data, len, capacity, sink, ctx) as defined in mpi/;
-    // collective over the job; the sink runs on rank 0 only.
+    // SAFETY: wmhcct_mpi_merge(data, len, capacity, sink, left, ctx) as
+    // defined in mpi/; collective over the job; the sink runs on rank 0
+    // only.
     let rc = unsafe {
         std::mem::transmute::<usize, SideReduce>(reduce)(
             bytes.as_ptr(),
             bytes.len(),
             capacity,
             write_merged,
+            rank_left,
             t as *const crate::tracer::Tracer as *mut c_void,
         )
     };
-    if rc != 0 {
-        crate::diag::message(&[
-            "the cross-rank reduction failed; writing this rank's profile to the spill directory",
-        ]);
-        crate::report::spill_bytes(t, &bytes);
-    } else {
-        crate::report::forget_snapshot(t);
+    match rc {
+        0 => crate::report::forget_snapshot(t),
+        2 => {
+            // The rank above it in the reduction left without
+            // MPI_Finalize: this rank's profile is not in the report.
+            crate::diag::message(&["the rank this one reports to left without MPI_Finalize; \
+                 writing this rank's profile to the spill directory"]);
+            crate::report::spill_bytes(t, &bytes);
+        }
+        _ => {
+            crate::diag::message(&[
+                "the cross-rank reduction failed; writing this rank's profile to the spill directory",
+            ]);
+            crate::report::spill_bytes(t, &bytes);
+        }
     }
 }
 

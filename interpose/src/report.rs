@@ -467,6 +467,27 @@ pub fn write_bytes(t: &Tracer, bytes: &[u8]) {
     convert(t, bytes, &report, true);
 }
 
+/// Rank 0: the merged profile of a job of `size` ranks of which only
+/// `ranks` are in it (the others left without `MPI_Finalize`, their
+/// profiles in the spill directory): the report, and the same profile in
+/// the spill directory as rank 0's part, so that merging the directory
+/// makes the whole job's report, which one line says.
+pub fn write_partial_job(t: &Tracer, bytes: &[u8], ranks: u32, size: u32) {
+    let spilled = spill_as(t, bytes, &spill_name(t));
+    write_bytes(t, bytes);
+    if let Some((dir, report)) = spilled {
+        crate::diag::message(&[
+            &format!("the report holds {ranks} of the job's {size} ranks (the others, or the rank they report to, left without MPI_Finalize); "),
+            "the whole job's profiles are in ",
+            &dir.to_string_lossy(),
+            ": wmhcct merge ",
+            &shell_word(&dir),
+            " -o ",
+            &shell_word(&shown_report(t, &report)),
+        ]);
+    }
+}
+
 /// Take this rank's profile and leave it in the spill directory.
 pub fn spill(g: &Guard, t: &Tracer, reason: &str) {
     if let Some(p) = take(g, t, reason) {
@@ -521,6 +542,12 @@ fn shared_report(t: &Tracer) -> bool {
 pub fn spill_bytes(t: &Tracer, bytes: &[u8]) {
     let name = spill_name(t);
     if let Some((dir, report)) = spill_as(t, bytes, &name) {
+        if let Some(job) = tracer::job(t) {
+            // This rank takes no part in the job's reduction (any more):
+            // the rank it reports to, or that reports to it, must not
+            // wait for it ([`rank_left`]).
+            let _ = crate::own_file::write(&dir.join(left_mark(job.rank)), b"", false);
+        }
         crate::diag::message(&[
             "this process's profile left in ",
             &dir.join(&name).to_string_lossy(),
@@ -530,6 +557,19 @@ pub fn spill_bytes(t: &Tracer, bytes: &[u8]) {
             &shell_word(&shown_report(t, &report)),
         ]);
     }
+}
+
+/// The mark a job's rank leaves in the spill directory beside its profile
+/// when it takes no part in the reduction at `MPI_Finalize`: hidden, so
+/// `wmhcct merge` does not look at it.
+fn left_mark(rank: u32) -> String {
+    format!(".rank-{rank}.left")
+}
+
+/// Whether `rank` of this process's job has left its mark since this
+/// process started (a mark of an earlier run of the job is older).
+pub fn rank_left(t: &Tracer, rank: u32) -> bool {
+    written_since_start(t, &spill_target(t).0.join(left_mark(rank)))
 }
 
 /// This process's file name in the spill directory.

@@ -120,16 +120,22 @@ fn spawned_report_path(path: &[u8], pid: u32) -> Vec<u8> {
 }
 
 /// Merge every rank's profile (`data[..len]`, encoded) up a binomial tree;
-/// rank 0 hands the job's profile to `sink(bytes, len, ctx)`.
+/// rank 0 hands the job's profile to `sink(bytes, len, ranks, ctx)`, with
+/// the number of ranks it holds.
+/// `left(rank, ctx)` is nonzero once `rank` has left without
+/// `MPI_Finalize` (`reduce.rs`). Returns 0 when this rank's profile is in
+/// the reduction, 2 when its parent left without taking it (the caller
+/// keeps it), 1 on an error.
 ///
 /// # Safety
-/// `data` holds `len` bytes; `sink` is callable with `ctx`.
+/// `data` holds `len` bytes; `sink` and `left` are callable with `ctx`.
 #[no_mangle]
-pub unsafe extern "C" fn wmhcct_mpi_reduce(
+pub unsafe extern "C" fn wmhcct_mpi_merge(
     data: *const u8,
     len: usize,
     capacity: u64,
-    sink: extern "C" fn(*const u8, usize, *mut c_void),
+    sink: extern "C" fn(*const u8, usize, u32, *mut c_void),
+    left: extern "C" fn(u32, *mut c_void) -> c_int,
     ctx: *mut c_void,
 ) -> c_int {
     let Ok(guard) = COMM.lock() else { return 1 };
@@ -138,12 +144,14 @@ pub unsafe extern "C" fn wmhcct_mpi_reduce(
     };
     // SAFETY: caller passes `len` readable bytes.
     let local = unsafe { std::slice::from_raw_parts(data, len) };
-    match reduce::reduce(comm, local, capacity as usize) {
-        Ok(Some(merged)) => {
-            sink(merged.as_ptr(), merged.len(), ctx);
+    let gone = |rank: u32| left(rank, ctx) != 0;
+    match reduce::reduce(comm, local, capacity as usize, &gone) {
+        Ok(reduce::Reduced::Root(merged, ranks)) => {
+            sink(merged.as_ptr(), merged.len(), ranks, ctx);
             0
         }
-        Ok(None) => 0,
+        Ok(reduce::Reduced::Sent) => 0,
+        Ok(reduce::Reduced::Orphaned) => 2,
         Err(e) => {
             eprintln!("wmhcct: rank {}: {e}", comm.rank());
             1

@@ -13,7 +13,8 @@
 #   1. --launcher mpirun: a clean run;
 #   2. --launcher mpirun, the program calls MPI_Abort: the template's
 #      post-step merges the spill files into the job's report;
-#   3. --launcher srun (direct launch, MpiDefault=pmix): a clean run;
+#   3. --launcher srun (direct launch, MpiDefault=pmix): a clean run; and
+#      a rank that leaves without MPI_Finalize while the others finalize;
 #   4. the README's one line (mpirun -x LD_PRELOAD=…) in a hand-written
 #      script, twice: the first report is named after the job, the second
 #      launch's takes the next free name (wmhcct-<job>-2.h5);
@@ -347,6 +348,56 @@ if [ "$MPI_DEFAULT" = pmix ]; then
 else
     say "note: no mpi_pmix.so plugin: the srun job was not run"
 fi
+# 3b. srun, a rank that leaves without MPI_Finalize (rank 2 of 4, exit 0)
+# while the others finalize, which srun lets them do: the job ends as
+# without the tracer (it used to wait in the reduction for rank 2 until
+# Slurm killed it); the report holds ranks 0 and 1 (rank 3 reports to rank
+# 2), and the spill directory every rank, merged exactly.
+if [ "$MPI_DEFAULT" = pmix ]; then
+    mpicc -g -o mpi_leave "$ROOT/tests/programs/mpi_leave.c" 2>"$WORK/log/mpicc-leave.log" ||
+        abort "mpicc mpi_leave.c: $(log_tail mpicc-leave.log)"
+    cat >leave.sbatch <<EOF
+#!/bin/bash
+#SBATCH --ntasks=4
+#SBATCH --overcommit
+#SBATCH --output=wmhcct-%j.out
+srun --overcommit -n 4 --export=ALL,LD_PRELOAD="$LIB" "$PWD/mpi_leave" 2
+EOF
+    # leave_check REPORT RANKS: the report's ranks and keep_block's context.
+    leave_check() {
+        "$BIN" report "$1" --json 2>/dev/null | "$PY" -c '
+import json, sys
+r = json.load(sys.stdin)
+want = int(sys.argv[1])
+ks = [c for c in r["contexts"] if any(f["function"] == "keep_block" for f in c["stack"])]
+got = (r.get("ranks"), sum(c["count"] for c in ks), sum(c["bytes"] for c in ks))
+exp = (want, want, sum(1000 * (k + 1) for k in range(want)))
+sys.exit(0 if got == exp else f"ranks, keep_block calls, bytes {got}, expected {exp}")' "$2"
+    }
+    if run_job leave; then
+        finished=$(grep -c "finished after MPI_Finalize" "wmhcct-$JOB_ID.out")
+        if [ "$JOB_STATE" = COMPLETED ] && [ "$JOB_EXIT" = 0:0 ] && [ "$finished" = 3 ]; then
+            pass "leave: job $JOB_ID completed (exit $JOB_EXIT), 3 ranks finished after MPI_Finalize"
+        else
+            fail "leave: job $JOB_ID $JOB_STATE exit $JOB_EXIT, $finished ranks finished: $(out_tail)"
+        fi
+        spill="wmhcct-$JOB_ID.h5.spill"
+        if errors=$(leave_check "wmhcct-$JOB_ID.h5" 2 2>&1) &&
+            [ -f "$spill/rank-0.wmprof" ] && [ -f "$spill/rank-2.wmprof" ] && [ -f "$spill/rank-3.wmprof" ] &&
+            grep -q "the report holds 2 of the job's 4 ranks" "wmhcct-$JOB_ID.out"; then
+            pass "leave: the report holds ranks 0 and 1, the spill directory the others, rank 0 said so"
+        else
+            fail "leave: $errors $(ls -a "$spill" 2>&1 | tr '\n' ' ') $(out_tail)"
+        fi
+        if "$BIN" merge "$spill" -o "leave-$JOB_ID.h5" >/dev/null 2>"$WORK/log/leave.merge" &&
+            errors=$(leave_check "leave-$JOB_ID.h5" 4 2>&1); then
+            pass "leave: the spill directory merges into the whole job, exactly"
+        else
+            fail "leave: merge: $(log_tail leave.merge) $errors"
+        fi
+    fi
+fi
+
 # 4. The README's one line in a hand-written batch script: the report is
 # named after the job, in the working directory; a second launch in the
 # script writes the next free name instead of replacing the first.

@@ -117,7 +117,7 @@ pub fn render(
         Some(n) if n > rank_count(p) && !p.ranks.is_empty() => {
             let _ = writeln!(
                 s,
-                "ranks:     {} of {n} (the other ranks' profiles were not recovered)",
+                "ranks:     {} of {n} (the other ranks' profiles are not in this report)",
                 rank_count(p)
             );
         }
