@@ -42,21 +42,30 @@ pub fn task(get: impl Fn(&str) -> Option<String>) -> Option<(u32, u32)> {
 /// (MPICH's Hydra names none). The launcher's own variables come before
 /// Slurm's: ranks of an `mpirun` inside an allocation do not all see the
 /// same Slurm step (those on `mpirun`'s node are in the batch step).
+///
+/// A requeued Slurm job runs again with the same job id, step numbers and
+/// PMIx namespaces: from its first restart on (`SLURM_RESTART_COUNT`), the
+/// id says which run it is (`slurm:77.0+r1`). Until 2026-11-27 a merge of
+/// the spill directory took both runs' profiles as one launch.
 pub fn launch_id(get: impl Fn(&str) -> Option<String>) -> String {
     let set = |var: &str| {
         get(var)
             .map(|v| v.trim().to_string())
             .filter(|v| !v.is_empty())
     };
-    if let Some(ns) = set("PMIX_NAMESPACE") {
-        return format!("pmix:{ns}");
-    }
-    if let Some(job) = set("OMPI_MCA_ess_base_jobid") {
-        return format!("ompi:{job}");
-    }
-    match (set("SLURM_JOB_ID"), set("SLURM_STEP_ID")) {
-        (Some(job), Some(step)) => format!("slurm:{job}.{step}"),
-        _ => String::new(),
+    let id = if let Some(ns) = set("PMIX_NAMESPACE") {
+        format!("pmix:{ns}")
+    } else if let Some(job) = set("OMPI_MCA_ess_base_jobid") {
+        format!("ompi:{job}")
+    } else {
+        match (set("SLURM_JOB_ID"), set("SLURM_STEP_ID")) {
+            (Some(job), Some(step)) => format!("slurm:{job}.{step}"),
+            _ => return String::new(),
+        }
+    };
+    match set("SLURM_RESTART_COUNT").filter(|n| n != "0") {
+        Some(n) => format!("{id}+r{n}"),
+        None => id,
     }
 }
 
@@ -292,6 +301,18 @@ mod tests {
         assert_eq!(launch_id(env(&[("SLURM_JOB_ID", "77")])), "");
         assert_eq!(launch_id(env(&[("PMI_RANK", "1"), ("PMI_SIZE", "2")])), "");
         assert_eq!(launch_id(env(&[("PMIX_NAMESPACE", "")])), "");
+        // A requeued job's runs differ.
+        let requeued = [
+            ("SLURM_JOB_ID", "77"),
+            ("SLURM_STEP_ID", "0"),
+            ("SLURM_RESTART_COUNT", "1"),
+        ];
+        assert_eq!(launch_id(env(&requeued)), "slurm:77.0+r1");
+        let first = [
+            ("PMIX_NAMESPACE", "slurm.pmix.77.0"),
+            ("SLURM_RESTART_COUNT", "0"),
+        ];
+        assert_eq!(launch_id(env(&first)), "pmix:slurm.pmix.77.0");
     }
 
     #[test]

@@ -12,7 +12,8 @@
 # exit status:
 #   1. --launcher mpirun: a clean run;
 #   2. --launcher mpirun, the program calls MPI_Abort: the template's
-#      post-step merges the spill files into the job's report;
+#      post-step merges the spill files into the job's report, also over a
+#      report an earlier run of the job id left (a requeued job);
 #   3. --launcher srun (direct launch, MpiDefault=pmix): a clean run; and
 #      a rank that leaves without MPI_Finalize while the others finalize;
 #   4. the README's one line (mpirun -x LD_PRELOAD=…) in a hand-written
@@ -260,6 +261,12 @@ run_job() {
         { fail "$name: sbatch: $(log_tail "$name.sbatch.err")"; return 1; }
     JOB_ID=${JOB_ID%%;*}
     JOBS+=("$JOB_ID")
+    wait_job "$name"
+}
+# wait_job NAME: wait (bounded) for job $JOB_ID to end; sets JOB_STATE and
+# JOB_EXIT, returns non-zero (after a FAIL) if it did not end in time.
+wait_job() {
+    local name=$1
     local info deadline=$((SECONDS + JOB_TIMEOUT))
     while [ "$SECONDS" -lt "$deadline" ]; do
         info=$(timeout 5 scontrol show job -o "$JOB_ID" 2>/dev/null)
@@ -332,6 +339,37 @@ if submit abort mpirun abort; then
     fi
     check_report abort spill
     check_plots abort
+fi
+
+# 2b. The same, where an earlier run of the job id (a requeued job runs
+# again under its id) left its report: the post-step merges this run's
+# spill files and shows this run's report, not the stale one (it used to
+# skip the merge and print the earlier run's report). The job is held
+# while the stale report is put in place.
+if [ -f "wmhcct-$JOB_ID.h5" ] && "$BIN" slurm --ntasks 2 --nodes 1 --time 5 --partition debug \
+    --launcher mpirun --job-name wmhcct-stale -o stale.sbatch -- "$PWD/mpi_pattern" "$K" abort \
+    2>"$WORK/log/stale.gen"; then
+    earlier="wmhcct-$JOB_ID.h5"
+    if JOB_ID=$(env "$MARK" OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 \
+        timeout 20 sbatch --parsable --hold stale.sbatch 2>"$WORK/log/stale.sbatch.err"); then
+        JOB_ID=${JOB_ID%%;*}
+        JOBS+=("$JOB_ID")
+        cp "$earlier" "wmhcct-$JOB_ID.h5" && touch -d '1 hour ago' "wmhcct-$JOB_ID.h5"
+        timeout 10 scontrol release "$JOB_ID"
+        if wait_job stale; then
+            if grep -q "merging" "wmhcct-$JOB_ID.out" &&
+                [ "$(stat -c %Y "wmhcct-$JOB_ID.h5")" -gt "$(date -d '10 minutes ago' +%s)" ]; then
+                pass "stale: the post-step merged this run's spill files over an earlier run's report"
+            else
+                fail "stale: the earlier run's report was kept: $(out_tail)"
+            fi
+            check_report stale spill
+        fi
+    else
+        fail "stale: sbatch --hold: $(log_tail stale.sbatch.err)"
+    fi
+else
+    fail "stale: no report of the abort job, or wmhcct slurm failed: $(log_tail stale.gen)"
 fi
 
 # 3. srun direct launch (needs Slurm's PMIx plugin for OpenMPI).
