@@ -432,42 +432,30 @@ fn resolve(f: F) -> usize {
 /// (`libc_malloc_debug.so.0`, for `MALLOC_CHECK_`, `mcheck` and `mtrace`)
 /// defines its functions only under these versions, not as the default
 /// definition that a plain `dlsym` finds.
+const VERSIONS: [&CStr; N] = [
+    BASE,
+    BASE,
+    BASE,
+    BASE,
+    BASE,
+    BASE,
+    ALIGNED_ALLOC,
+    BASE,
+    BASE,
+    c"GLIBC_2.26",
+    BASE,
+];
+/// The oldest version of x86-64's glibc symbols, and `aligned_alloc`'s.
 #[cfg(target_arch = "x86_64")]
-const VERSIONS: [&CStr; N] = {
-    const BASE: &CStr = c"GLIBC_2.2.5";
-    [
-        BASE,
-        BASE,
-        BASE,
-        BASE,
-        BASE,
-        BASE,
-        c"GLIBC_2.16",
-        BASE,
-        BASE,
-        c"GLIBC_2.26",
-        BASE,
-    ]
-};
+const BASE: &CStr = c"GLIBC_2.2.5";
+#[cfg(target_arch = "x86_64")]
+const ALIGNED_ALLOC: &CStr = c"GLIBC_2.16";
 /// aarch64's; on another architecture these versions name nothing, and
 /// the plain lookup decides, as before.
 #[cfg(not(target_arch = "x86_64"))]
-const VERSIONS: [&CStr; N] = {
-    const BASE: &CStr = c"GLIBC_2.17";
-    [
-        BASE,
-        BASE,
-        BASE,
-        BASE,
-        BASE,
-        BASE,
-        BASE,
-        BASE,
-        BASE,
-        c"GLIBC_2.26",
-        BASE,
-    ]
-};
+const BASE: &CStr = c"GLIBC_2.17";
+#[cfg(not(target_arch = "x86_64"))]
+const ALIGNED_ALLOC: &CStr = BASE;
 
 /// glibc's version of `malloc`.
 pub fn malloc_version() -> &'static CStr {

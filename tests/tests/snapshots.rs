@@ -16,11 +16,16 @@ use wmhcct_e2e::*;
 
 const MIB: u64 = 1 << 20;
 
-/// The files in `dir` (none if it does not exist).
+/// The files in `dir` (none if it does not exist), but hidden ones (a
+/// rank's mark that it left the job's reduction, `.rank-<r>.left`).
 fn files_in(dir: &Path) -> Vec<PathBuf> {
     let mut v: Vec<PathBuf> = std::fs::read_dir(dir)
         .map(|d| d.map(|e| e.unwrap().path()).collect())
         .unwrap_or_default();
+    v.retain(|p| {
+        !p.file_name()
+            .is_some_and(|n| n.to_string_lossy().starts_with('.'))
+    });
     v.sort();
     v
 }
@@ -34,15 +39,39 @@ fn grow_mesh_live(r: &Value) -> u64 {
     u64_of(&context_with(r, "malloc", "grow_mesh")["leaked_bytes"])
 }
 
+/// grow_killed.c grown to 24 MiB with snapshots from 4 MiB and killed by
+/// SIGKILL (`mode`: `kill`, `kill-at-once`): its one snapshot file, which
+/// holds more than two thirds of the 24 MiB. The next snapshot is due at
+/// 3/2 of the live heap the last one saw, and the 24 MiB peak took none.
+fn killed_at_24_mib(placement: &str, mode: &str) -> (WorkDir, PathBuf, Output, PathBuf, Value) {
+    let w = WorkDir::new(&format!("snapshot-{mode}-{placement}"));
+    let exe = compile("grow_killed.c", &w.path, Opt::Debug, &[]);
+    let h5 = w.join("g.h5");
+    let env = [("WMHCCT_SNAPSHOT", "4MiB"), ("WMHCCT_COLLECTOR", placement)];
+    let out = run_traced(&exe, &["24", mode], &w.path, &h5, &env);
+    assert_eq!(out.code, 128 + 9, "{}", out.describe());
+    let files = files_in(&spill_of(&h5));
+    assert_eq!(
+        files.len(),
+        1,
+        "{placement}: one snapshot file, the latest: {files:?}"
+    );
+    let r = report_json(&files[0]);
+    assert_eq!(r["reason"], "snapshot", "{placement}");
+    let live = u64_of(&r["live_bytes"]);
+    assert!(
+        (16 * MIB + 1..=25 * MIB).contains(&live),
+        "{placement}: live {live}"
+    );
+    let snapshot = files[0].clone();
+    (w, h5, out, snapshot, r)
+}
+
 #[test]
 fn a_process_killed_by_sigkill_leaves_its_last_snapshot() {
     for placement in ["inline", "thread"] {
-        let w = WorkDir::new(&format!("snapshot-{placement}"));
-        let exe = compile("grow_killed.c", &w.path, Opt::Debug, &[]);
-        let h5 = w.join("g.h5");
-        let env = [("WMHCCT_SNAPSHOT", "4MiB"), ("WMHCCT_COLLECTOR", placement)];
-        let out = run_traced(&exe, &["24", "kill"], &w.path, &h5, &env);
-        assert_eq!(out.code, 128 + 9, "{}", out.describe());
+        let (w, h5, out, snapshot, r) = killed_at_24_mib(placement, "kill");
+        let files = [snapshot];
         assert_eq!(out.stdout, "grew to 24 MiB\n");
         assert!(
             tracer_lines(&out.stderr).is_empty(),
@@ -50,24 +79,14 @@ fn a_process_killed_by_sigkill_leaves_its_last_snapshot() {
             out.describe()
         );
         assert!(!h5.exists());
-        let files = files_in(&spill_of(&h5));
-        assert_eq!(files.len(), 1, "one snapshot file, the latest: {files:?}");
         let name = files[0].file_name().unwrap().to_string_lossy().into_owned();
         assert!(
             name.starts_with("pid-") && name.ends_with(".wmprof"),
             "{name}"
         );
-        // The next snapshot is due at 3/2 of the live heap the last one
-        // saw, and the 24 MiB peak took none: the last one holds more than
-        // 16 MiB (inline, where each event is checked, it was taken at
-        // 20.25 MiB: 4, 6, 9, 13.5, 20.25), all of it from grow_mesh.
-        let r = report_json(&files[0]);
-        assert_eq!(r["reason"], "snapshot", "{placement}");
+        // Inline, where each event is checked, it was taken at 20.25 MiB
+        // (4, 6, 9, 13.5, 20.25); all of it from grow_mesh.
         let live = u64_of(&r["live_bytes"]);
-        assert!(
-            (16 * MIB + 1..=25 * MIB).contains(&live),
-            "{placement}: live {live}"
-        );
         if placement == "inline" {
             assert!(live >= 81 * MIB / 4, "live {live}");
         }
@@ -108,21 +127,7 @@ fn a_process_killed_by_sigkill_leaves_its_last_snapshot() {
 #[test]
 fn a_process_killed_right_after_it_grew_leaves_the_snapshot() {
     for placement in ["inline", "thread"] {
-        let w = WorkDir::new(&format!("snapshot-at-once-{placement}"));
-        let exe = compile("grow_killed.c", &w.path, Opt::Debug, &[]);
-        let h5 = w.join("g.h5");
-        let env = [("WMHCCT_SNAPSHOT", "4MiB"), ("WMHCCT_COLLECTOR", placement)];
-        let out = run_traced(&exe, &["24", "kill-at-once"], &w.path, &h5, &env);
-        assert_eq!(out.code, 128 + 9, "{}", out.describe());
-        let files = files_in(&spill_of(&h5));
-        assert_eq!(files.len(), 1, "{placement}: {files:?}");
-        let r = report_json(&files[0]);
-        assert_eq!(r["reason"], "snapshot", "{placement}");
-        let live = u64_of(&r["live_bytes"]);
-        assert!(
-            (16 * MIB + 1..=25 * MIB).contains(&live),
-            "{placement}: live {live}"
-        );
+        killed_at_24_mib(placement, "kill-at-once");
     }
 }
 
