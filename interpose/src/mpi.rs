@@ -481,7 +481,7 @@ pub fn event(
 // The job: the MPI-side library and the report at MPI_Finalize.
 
 type SideInit = unsafe extern "C" fn(*mut c_int, *mut c_int, *mut u8, usize, *mut usize) -> c_int;
-type Sink = extern "C" fn(*const u8, usize, u32, *mut c_void);
+type Sink = extern "C" fn(*const u8, usize, u32, c_int, *mut c_void);
 type Left = extern "C" fn(u32, *mut c_void) -> c_int;
 type SideReduce = unsafe extern "C" fn(*const u8, usize, u64, Sink, Left, *mut c_void) -> c_int;
 
@@ -581,7 +581,13 @@ pub fn after_init() {
     SIDE_REDUCE.store(reduce, Ordering::Release);
 }
 
-extern "C" fn write_merged(data: *const u8, len: usize, ranks: u32, ctx: *mut c_void) {
+extern "C" fn write_merged(
+    data: *const u8,
+    len: usize,
+    ranks: u32,
+    orphaned: c_int,
+    ctx: *mut c_void,
+) {
     // SAFETY: the side library passes a valid buffer; ctx is our &Tracer.
     let (bytes, t) = unsafe {
         (
@@ -589,6 +595,17 @@ extern "C" fn write_merged(data: *const u8, len: usize, ranks: u32, ctx: *mut c_
             &*(ctx as *const crate::tracer::Tracer),
         )
     };
+    if orphaned != 0 {
+        // The rank above it in the reduction left without MPI_Finalize:
+        // this rank's subtree (itself and the ranks that reported to it)
+        // is not in the report, but in the spill directory.
+        crate::diag::message(&[
+            "the rank this one reports to left without MPI_Finalize; writing the profiles of \
+             this rank and of those that reported to it to the spill directory",
+        ]);
+        crate::report::spill_bytes(t, bytes);
+        return;
+    }
     match crate::tracer::job(t) {
         // Ranks left without MPI_Finalize, their profiles in the spill
         // directory.
@@ -649,13 +666,6 @@ pub fn before_finalize() {
     };
     match rc {
         0 => crate::report::forget_snapshot(t),
-        2 => {
-            // The rank above it in the reduction left without
-            // MPI_Finalize: this rank's profile is not in the report.
-            crate::diag::message(&["the rank this one reports to left without MPI_Finalize; \
-                 writing this rank's profile to the spill directory"]);
-            crate::report::spill_bytes(t, &bytes);
-        }
         _ => {
             crate::diag::message(&[
                 "the cross-rank reduction failed; writing this rank's profile to the spill directory",

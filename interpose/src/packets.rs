@@ -95,12 +95,13 @@ impl Front {
     /// Every record is applied: the live heap is `live` and the next
     /// snapshot is due at `snapshot_at` (`u64::MAX`: none). The pushing
     /// threads check again once they have allocated the headroom, but not
-    /// before a 64th of the threshold, so that a heap that stays just
-    /// below it does not make every allocation apply the ring (a snapshot
-    /// is then at most that much late).
+    /// before a 64th of the threshold or 256 KiB, so that a heap that stays
+    /// just below it does not make every allocation apply the ring (a
+    /// snapshot is then at most that much late).
     pub fn rearm(&mut self, live: u64, snapshot_at: u64) {
         self.alloc_since = 0;
-        self.check_at = snapshot_at.saturating_sub(live).max(snapshot_at / 64);
+        let step = (snapshot_at / 64).max(256 << 10);
+        self.check_at = snapshot_at.saturating_sub(live).max(step);
     }
 }
 

@@ -541,13 +541,17 @@ fn shared_report(t: &Tracer) -> bool {
 /// `pid-<pid>.wmprof` outside a launch.
 pub fn spill_bytes(t: &Tracer, bytes: &[u8]) {
     let name = spill_name(t);
-    if let Some((dir, report)) = spill_as(t, bytes, &name) {
-        if let Some(job) = tracer::job(t) {
-            // This rank takes no part in the job's reduction (any more):
-            // the rank it reports to, or that reports to it, must not
-            // wait for it ([`rank_left`]).
-            let _ = crate::own_file::write(&dir.join(left_mark(job.rank)), b"", false);
-        }
+    let spilled = spill_as(t, bytes, &name);
+    if let Some(job) = tracer::job(t) {
+        // This rank takes no part in the job's reduction (any more): the
+        // rank it reports to, or that reports to it, must not wait for it
+        // ([`rank_left`]), also when its profile could not be written.
+        let dir = spill_target(t).0;
+        let _ = std::fs::create_dir_all(&dir);
+        let _ =
+            crate::own_file::write(&dir.join(left_mark(job.rank)), job.launch.as_bytes(), false);
+    }
+    if let Some((dir, report)) = spilled {
         crate::diag::message(&[
             "this process's profile left in ",
             &dir.join(&name).to_string_lossy(),
@@ -566,10 +570,15 @@ fn left_mark(rank: u32) -> String {
     format!(".rank-{rank}.left")
 }
 
-/// Whether `rank` of this process's job has left its mark since this
-/// process started (a mark of an earlier run of the job is older).
+/// Whether `rank` of this process's job has left its mark: one that names
+/// this job's launch (rank 0's at `MPI_Init`), so that a mark of another
+/// job that shares the spill directory (one `WMHCCT_OUT`, an earlier run)
+/// is not this job's, whatever the clocks say.
 pub fn rank_left(t: &Tracer, rank: u32) -> bool {
-    written_since_start(t, &spill_target(t).0.join(left_mark(rank)))
+    let Some(job) = tracer::job(t) else {
+        return false;
+    };
+    std::fs::read(spill_target(t).0.join(left_mark(rank))).is_ok_and(|m| m == job.launch.as_bytes())
 }
 
 /// This process's file name in the spill directory.

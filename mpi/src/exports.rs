@@ -120,12 +120,11 @@ fn spawned_report_path(path: &[u8], pid: u32) -> Vec<u8> {
 }
 
 /// Merge every rank's profile (`data[..len]`, encoded) up a binomial tree;
-/// rank 0 hands the job's profile to `sink(bytes, len, ranks, ctx)`, with
-/// the number of ranks it holds.
-/// `left(rank, ctx)` is nonzero once `rank` has left without
-/// `MPI_Finalize` (`reduce.rs`). Returns 0 when this rank's profile is in
-/// the reduction, 2 when its parent left without taking it (the caller
-/// keeps it), 1 on an error.
+/// rank 0 hands the job's profile to `sink(bytes, len, ranks, 0, ctx)`,
+/// with the number of ranks it holds. `left(rank, ctx)` is nonzero once
+/// `rank` has left without `MPI_Finalize` (`reduce.rs`); a rank whose
+/// parent left hands its subtree's profile to `sink(bytes, len, 0, 1, ctx)`
+/// to keep. Returns 0, or 1 on an error.
 ///
 /// # Safety
 /// `data` holds `len` bytes; `sink` and `left` are callable with `ctx`.
@@ -134,7 +133,7 @@ pub unsafe extern "C" fn wmhcct_mpi_merge(
     data: *const u8,
     len: usize,
     capacity: u64,
-    sink: extern "C" fn(*const u8, usize, u32, *mut c_void),
+    sink: extern "C" fn(*const u8, usize, u32, c_int, *mut c_void),
     left: extern "C" fn(u32, *mut c_void) -> c_int,
     ctx: *mut c_void,
 ) -> c_int {
@@ -147,11 +146,14 @@ pub unsafe extern "C" fn wmhcct_mpi_merge(
     let gone = |rank: u32| left(rank, ctx) != 0;
     match reduce::reduce(comm, local, capacity as usize, &gone) {
         Ok(reduce::Reduced::Root(merged, ranks)) => {
-            sink(merged.as_ptr(), merged.len(), ranks, ctx);
+            sink(merged.as_ptr(), merged.len(), ranks, 0, ctx);
             0
         }
         Ok(reduce::Reduced::Sent) => 0,
-        Ok(reduce::Reduced::Orphaned) => 2,
+        Ok(reduce::Reduced::Orphaned(subtree)) => {
+            sink(subtree.as_ptr(), subtree.len(), 0, 1, ctx);
+            0
+        }
         Err(e) => {
             eprintln!("wmhcct: rank {}: {e}", comm.rank());
             1

@@ -54,9 +54,9 @@ pub enum Reduced {
     Root(Vec<u8>, u32),
     /// Its subtree's profile went to its parent.
     Sent,
-    /// Its parent left without taking it: the caller keeps this rank's
-    /// own profile.
-    Orphaned,
+    /// Its parent left without taking it: the caller keeps it, this
+    /// rank's subtree (encoded), in the spill directory.
+    Orphaned(&'static [u8]),
 }
 
 /// The merged subtree this rank sends: kept for the rest of the process,
@@ -94,7 +94,7 @@ pub fn reduce(
             Ok(if send(comm, p, bytes, left) {
                 Reduced::Sent
             } else {
-                Reduced::Orphaned
+                Reduced::Orphaned(bytes)
             })
         }
         None => {
@@ -145,21 +145,34 @@ fn send(
 }
 
 /// Polling: at once for a while (the message is usually there), then with
-/// sleeps up to a millisecond, asking whether the peer left every
-/// [`Wait::ASK_EVERY`].
+/// sleeps up to a millisecond. Whether the peer left is asked every
+/// [`Wait::SOON`] for the first [`Wait::QUICK`] of the wait, then at
+/// intervals that double up to [`Wait::LONGEST`]. Soon, because a launcher
+/// that lets the other ranks finish when one leaves (`srun`) still cancels
+/// the step a few seconds later if they have not; then seldom, because each
+/// ask is a look-up in the spill directory, on a shared file system's
+/// metadata server, which thousands of ranks waiting for a slow one must
+/// not flood.
 struct Wait {
     polls: u32,
+    started: Instant,
     asked: Instant,
+    interval: Duration,
 }
 
 impl Wait {
     const SPIN: u32 = 2_000;
-    const ASK_EVERY: Duration = Duration::from_millis(100);
+    const SOON: Duration = Duration::from_millis(250);
+    const QUICK: Duration = Duration::from_secs(10);
+    const LONGEST: Duration = Duration::from_secs(10);
 
     fn new() -> Wait {
+        let now = Instant::now();
         Wait {
             polls: 0,
-            asked: Instant::now(),
+            started: now,
+            asked: now,
+            interval: Self::SOON,
         }
     }
 
@@ -170,10 +183,13 @@ impl Wait {
             let us = (self.polls - Self::SPIN).min(1_000);
             std::thread::sleep(Duration::from_micros(u64::from(us)));
         }
-        if self.asked.elapsed() >= Self::ASK_EVERY {
-            self.asked = Instant::now();
-            return true;
+        if self.asked.elapsed() < self.interval {
+            return false;
         }
-        false
+        self.asked = Instant::now();
+        if self.started.elapsed() >= Self::QUICK {
+            self.interval = (self.interval * 2).min(Self::LONGEST);
+        }
+        true
     }
 }

@@ -386,11 +386,14 @@ if [ "$MPI_DEFAULT" = pmix ]; then
 else
     say "note: no mpi_pmix.so plugin: the srun job was not run"
 fi
-# 3b. srun, a rank that leaves without MPI_Finalize (rank 2 of 4, exit 0)
-# while the others finalize, which srun lets them do: the job ends as
-# without the tracer (it used to wait in the reduction for rank 2 until
-# Slurm killed it); the report holds ranks 0 and 1 (rank 3 reports to rank
-# 2), and the spill directory every rank, merged exactly.
+# 3b. srun, a rank that leaves without MPI_Finalize (exit 0) while the
+# others finalize, which srun lets them do: the job ends as without the
+# tracer (it used to wait in the reduction for the rank that left until
+# Slurm killed it). Step 1, rank 2 of 4 leaves: the report holds ranks 0
+# and 1 (rank 3 reports to rank 2), the spill directory every rank. Step 2,
+# rank 0 leaves: no report; ranks 1 and 2 lost their parent and each leaves
+# its subtree's profile (rank 2's with rank 3's). Each spill directory
+# merges into the whole job, exactly.
 if [ "$MPI_DEFAULT" = pmix ]; then
     mpicc -g -o mpi_leave "$ROOT/tests/programs/mpi_leave.c" 2>"$WORK/log/mpicc-leave.log" ||
         abort "mpicc mpi_leave.c: $(log_tail mpicc-leave.log)"
@@ -399,7 +402,11 @@ if [ "$MPI_DEFAULT" = pmix ]; then
 #SBATCH --ntasks=4
 #SBATCH --overcommit
 #SBATCH --output=wmhcct-%j.out
-srun --overcommit -n 4 --export=ALL,LD_PRELOAD="$LIB" "$PWD/mpi_leave" 2
+for leaver in 2 0; do
+    srun --overcommit -n 4 \
+        --export=ALL,LD_PRELOAD="$LIB",WMHCCT_OUT="\$PWD/leave\$leaver-\$SLURM_JOB_ID.h5" \
+        "$PWD/mpi_leave" \$leaver
+done
 EOF
     # leave_check REPORT RANKS: the report's ranks and keep_block's context.
     leave_check() {
@@ -414,25 +421,28 @@ sys.exit(0 if got == exp else f"ranks, keep_block calls, bytes {got}, expected {
     }
     if run_job leave; then
         finished=$(grep -c "finished after MPI_Finalize" "wmhcct-$JOB_ID.out")
-        if [ "$JOB_STATE" = COMPLETED ] && [ "$JOB_EXIT" = 0:0 ] && [ "$finished" = 3 ]; then
-            pass "leave: job $JOB_ID completed (exit $JOB_EXIT), 3 ranks finished after MPI_Finalize"
+        if [ "$JOB_STATE" = COMPLETED ] && [ "$JOB_EXIT" = 0:0 ] && [ "$finished" = 6 ]; then
+            pass "leave: job $JOB_ID completed (exit $JOB_EXIT), 3 ranks of each step finished after MPI_Finalize"
         else
             fail "leave: job $JOB_ID $JOB_STATE exit $JOB_EXIT, $finished ranks finished: $(out_tail)"
         fi
-        spill="wmhcct-$JOB_ID.h5.spill"
-        if errors=$(leave_check "wmhcct-$JOB_ID.h5" 2 2>&1) &&
+        spill="leave2-$JOB_ID.h5.spill"
+        if errors=$(leave_check "leave2-$JOB_ID.h5" 2 2>&1) &&
             [ -f "$spill/rank-0.wmprof" ] && [ -f "$spill/rank-2.wmprof" ] && [ -f "$spill/rank-3.wmprof" ] &&
             grep -q "the report holds 2 of the job's 4 ranks" "wmhcct-$JOB_ID.out"; then
-            pass "leave: the report holds ranks 0 and 1, the spill directory the others, rank 0 said so"
+            pass "leave: rank 2 left: the report holds ranks 0 and 1, the spill directory the others, rank 0 said so"
         else
-            fail "leave: $errors $(ls -a "$spill" 2>&1 | tr '\n' ' ') $(out_tail)"
+            fail "leave: rank 2 left: $errors $(ls -a "$spill" 2>&1 | tr '\n' ' ') $(out_tail)"
         fi
-        if "$BIN" merge "$spill" -o "leave-$JOB_ID.h5" >/dev/null 2>"$WORK/log/leave.merge" &&
-            errors=$(leave_check "leave-$JOB_ID.h5" 4 2>&1); then
-            pass "leave: the spill directory merges into the whole job, exactly"
-        else
-            fail "leave: merge: $(log_tail leave.merge) $errors"
-        fi
+        for leaver in 2 0; do
+            if "$BIN" merge "leave$leaver-$JOB_ID.h5.spill" -o "merged$leaver-$JOB_ID.h5" >/dev/null \
+                2>"$WORK/log/leave$leaver.merge" &&
+                errors=$(leave_check "merged$leaver-$JOB_ID.h5" 4 2>&1); then
+                pass "leave: rank $leaver left: the spill directory merges into the whole job, exactly"
+            else
+                fail "leave: rank $leaver left: merge: $(log_tail "leave$leaver.merge") $errors"
+            fi
+        done
     fi
 fi
 

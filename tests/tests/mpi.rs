@@ -265,13 +265,18 @@ fn heuristic_exact_on_the_mpi_stencil() {
 /// tracer's reduction without spinning on a core (it polls with short
 /// sleeps): the job's processes use far less CPU time than the wait. Until
 /// 2026-11-27 the reduction's blocking receive spun, about 1 s of CPU per
-/// second waited.
+/// second waited. A mark that rank 1 left the reduction, put there by
+/// another job that shares the spill directory, is not this job's: the
+/// report still holds both ranks.
 #[test]
 fn ranks_waiting_in_finalize_do_not_spin() {
     let work = workdir("finalize-wait");
     let dir = work.path.clone();
     let exe = mpi_compile("mpicc", "mpi_leave.c", &dir, &[]);
     let h5 = dir.join("job.h5");
+    let spill = dir.join("job.h5.spill");
+    std::fs::create_dir_all(&spill).unwrap();
+    std::fs::write(spill.join(".rank-1.left"), "pmix:another-job").unwrap();
     // bash's `times`: the user and system CPU time of its children.
     let script = format!(
         "mpirun --oversubscribe -np 2 -x LD_PRELOAD={} -x WMHCCT_OUT={} {} 1 late >/dev/null; times",
@@ -293,6 +298,13 @@ fn ranks_waiting_in_finalize_do_not_spin() {
     let cpu: f64 = children.split_whitespace().map(secs).sum();
     eprintln!("[mpi] ranks_waiting_in_finalize_do_not_spin: {cpu:.2} s of CPU for a 3 s wait ({children})");
     assert!(cpu < 2.0, "{cpu} s of CPU: {}", out.describe());
+    let r = report_json(&h5);
+    assert_eq!(
+        u64_of(&r["ranks"]),
+        2,
+        "another job's mark: {}",
+        out.describe()
+    );
 }
 
 /// `leaked` is the program's leaks in the default mode as in exact mode: the

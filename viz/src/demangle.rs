@@ -78,8 +78,9 @@ pub fn qualified_name(name: &str) -> Option<String> {
                     i += 1;
                 }
                 let len: usize = name[start..i].parse().ok()?;
-                parts.push(name.get(i..i + len)?.to_string());
-                i += len;
+                let end = i.checked_add(len)?;
+                parts.push(name.get(i..end)?.to_string());
+                i = end;
             }
             _ => return None,
         }
@@ -113,7 +114,7 @@ fn skip_template_args(b: &[u8], mut i: usize) -> Option<usize> {
                     i += 1;
                 }
                 let len: usize = std::str::from_utf8(&b[start..i]).ok()?.parse().ok()?;
-                i += len;
+                i = i.checked_add(len)?;
                 continue;
             }
             // Template arguments, nested names, expressions, packs,
@@ -229,7 +230,11 @@ mod tests {
             Some("std::__new_allocator<…>::construct<…>")
         );
         // Nothing readable at the start, or cut: left to the caller.
+        // A length that wraps around (a crafted symbol) ends the reading,
+        // where it used to loop forever.
         for bad in [
+            "_ZN3fooI18446744073709551596E3barEv",
+            "_Z18446744073709551615x",
             "_ZSt",
             "_ZN",
             "_Z99x",
