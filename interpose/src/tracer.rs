@@ -536,15 +536,16 @@ impl std::ops::DerefMut for Ordered<'_> {
 pub fn lock_ordered(t: &Tracer) -> Ordered<'_> {
     match packets(t) {
         Some(p) => {
-            let mut front = p.front.lock();
+            let front = p.front.lock();
             p.publish(&front);
             let mut core = t.core.lock();
             p.drain(&mut core, usize::MAX);
-            front.rearm(core.collector.live_bytes(), core.snapshot_at);
-            Ordered {
+            let mut o = Ordered {
                 core,
                 front: Some(front),
-            }
+            };
+            rearm(&mut o);
+            o
         }
         None => Ordered {
             core: t.core.lock(),

@@ -16,7 +16,6 @@
 //! sleeps also keeps a rank that waits in `MPI_Finalize` for a slower one
 //! from spinning on a core, which MPI's blocking receive did.
 
-use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
 use mpi::point_to_point::MatchedReceiveVec as _;
@@ -59,12 +58,6 @@ pub enum Reduced {
     Orphaned(&'static [u8]),
 }
 
-/// The merged subtree this rank sends: kept for the rest of the process,
-/// since a send whose receiver left never completes and its buffer must
-/// outlive it (one per process: the reduction runs once, in
-/// `MPI_Finalize`).
-static SENT: OnceLock<Vec<u8>> = OnceLock::new();
-
 /// Merge the job's profiles; `left(rank)` says whether a rank has left
 /// without `MPI_Finalize`.
 pub fn reduce(
@@ -87,10 +80,10 @@ pub fn reduce(
     }
     match parent {
         Some(p) => {
-            let bytes = SENT.get_or_init(|| encode(&acc).unwrap_or_default());
-            if bytes.is_empty() {
-                return Err(ReduceError("cannot encode the merged profile".into()));
-            }
+            // Kept for the rest of the process: a send whose receiver left
+            // never completes, and its buffer must outlive it (the
+            // reduction runs once, in `MPI_Finalize`).
+            let bytes: &'static [u8] = Box::leak(encode(&acc)?.into_boxed_slice());
             Ok(if send(comm, p, bytes, left) {
                 Reduced::Sent
             } else {
@@ -120,7 +113,7 @@ fn receive(comm: &SimpleCommunicator, child: u32, left: &dyn Fn(u32) -> bool) ->
 }
 
 /// Send `bytes` to `parent`; false once it has left without taking them
-/// (the request is then abandoned: its buffer is [`SENT`]).
+/// (the request is then abandoned, its buffer kept).
 fn send(
     comm: &SimpleCommunicator,
     parent: u32,
