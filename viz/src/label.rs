@@ -107,78 +107,222 @@ pub fn short_label(innermost_first: &[StackFrame], kind: &str, max: usize) -> St
     ellipsize(&join(&strip_args(&f), &m), max)
 }
 
-/// [`short_label`] for each of several contexts, made distinct where they
-/// would read the same: colliding labels get the call site in the labelled
-/// frame (`f:88 (module)`, or `f@0x1a2b` without line information), and if
-/// that is not enough the next meaningful caller (`f:88 ← g (module)`), so
-/// that a plot does not show two bars under one name.
-pub fn distinct_labels(contexts: &[(&[StackFrame], &str)], max: usize) -> Vec<String> {
-    // Per context: the labelled frame's name and module, its call site (the
-    // source line, else its module-relative address) and the next
-    // meaningful caller.
-    let parts: Vec<(String, String, Option<String>, Option<String>)> = contexts
-        .iter()
-        .map(|(st, kind)| {
-            let (f, m) = label(st, kind);
-            let pick = labelled_frame(st);
-            let line = pick.map(|k| match st[k].line {
-                0 => format!("@{:#x}", st[k].address),
-                l => format!(":{l}"),
-            });
-            let caller = pick
-                .and_then(|k| st[k + 1..].iter().find(|fr| !is_wrapper(fr)))
-                .map(|fr| strip_args(&crate::stacks::frame_name(fr)));
-            (strip_args(&f), m, line, caller)
-        })
-        .collect();
-    // As `short_label` without shortening.
-    let plain: Vec<String> = parts.iter().map(|(f, m, _, _)| join(f, m)).collect();
-    let collides = |v: &[String], i: usize| v.iter().filter(|x| **x == v[i]).count() > 1;
-    let with_line: Vec<String> = (0..contexts.len())
-        .map(|i| {
-            let (f, m, line, _) = &parts[i];
-            match line {
-                Some(l) if collides(&plain, i) => join(&format!("{f}{l}"), m),
-                _ => plain[i].clone(),
-            }
-        })
-        .collect();
-    let out: Vec<String> = (0..contexts.len())
-        .map(|i| {
-            let (f, m, line, caller) = &parts[i];
-            match caller {
-                Some(c) if collides(&with_line, i) => {
-                    let f = line.as_ref().map_or(f.clone(), |l| format!("{f}{l}"));
-                    join(&format!("{f} ← {c}"), m)
-                }
-                _ => with_line[i].clone(),
-            }
-        })
-        .collect();
-    // Still alike: calls on one source line (written there, or made so by
-    // the compiler, one per branch): the labelled frame's return address.
-    let addresses: Vec<Option<u64>> = contexts
-        .iter()
-        .map(|(st, _)| labelled_frame(st).map(|k| st[k].address))
-        .collect();
-    let out: Vec<String> = (0..contexts.len())
-        .map(|i| {
-            let (f, m, line, caller) = &parts[i];
-            let other_site =
-                (0..contexts.len()).any(|j| out[j] == out[i] && addresses[j] != addresses[i]);
-            match (line, addresses[i]) {
-                (Some(l), Some(a)) if other_site && l.starts_with(':') => {
-                    let f = format!("{f}{l}@{a:#x}");
-                    match caller {
-                        Some(c) => join(&format!("{f} ← {c}"), m),
-                        None => join(&f, m),
+/// A frame's call site: `:88`, or `@0x1a2b` without line information.
+fn site(fr: &StackFrame) -> String {
+    match fr.line {
+        0 => format!("@{:#x}", fr.address),
+        l => format!(":{l}"),
+    }
+}
+
+/// What can tell one context's label from another's, most telling last.
+struct Parts {
+    /// The labelled frame's function (arguments stripped) and module.
+    function: String,
+    module: String,
+    /// Its call site: `:88`, or `@0x1a2b` without line information.
+    line: Option<String>,
+    /// Frames of the same function in a row from it (a recursion's depth).
+    run: usize,
+    /// The next meaningful caller outside that run, and its call site
+    /// (`:12`, or `@0x1a2b` without line information).
+    caller: Option<(String, String)>,
+    /// The labelled frame's return address.
+    address: Option<u64>,
+    /// The innermost frames where the stack differs from other contexts'
+    /// whose labels are alike at every other level (`??@0xcd3d3`).
+    differs: Vec<String>,
+}
+
+impl Parts {
+    fn of(st: &[StackFrame], kind: &str) -> Parts {
+        let (f, m) = label(st, kind);
+        let pick = labelled_frame(st);
+        let line = pick.map(|k| site(&st[k]));
+        let run = pick.map_or(1, |k| {
+            st[k..]
+                .iter()
+                .take_while(|fr| fr.function == st[k].function)
+                .count()
+        });
+        let caller = pick
+            .and_then(|k| st[k + run..].iter().find(|fr| !is_wrapper(fr)))
+            .map(|fr| (strip_args(&crate::stacks::frame_name(fr)), site(fr)));
+        Parts {
+            function: strip_args(&f),
+            module: m,
+            line,
+            run,
+            caller,
+            address: pick.map(|k| st[k].address),
+            differs: Vec::new(),
+        }
+    }
+
+    /// The label with the details of `level` (0: `f (module)`; 1: and the
+    /// call site; 2: and a recursion's depth and the caller; 3: and the
+    /// caller's line; 4: instead of that, the return address; 5: and the
+    /// frame where the stacks differ).
+    fn render(&self, level: usize) -> String {
+        let mut f = self.function.clone();
+        if level >= 1 {
+            if let Some(l) = &self.line {
+                f += l;
+                if level >= 4 && l.starts_with(':') {
+                    if let Some(a) = self.address {
+                        f += &format!("@{a:#x}");
                     }
                 }
-                _ => out[i].clone(),
+            }
+        }
+        if level >= 2 {
+            if self.run > 1 {
+                f += &format!(" ×{}", self.run);
+            }
+            if let Some((c, at)) = &self.caller {
+                f += &format!(" ← {c}");
+                // At level 4 the callers' lines did not tell them apart.
+                if level == 3 {
+                    f += at;
+                }
+            }
+        }
+        if level >= 5 && !self.differs.is_empty() {
+            f += &format!(" [{}]", self.differs.join(" … "));
+        }
+        join(&f, &self.module)
+    }
+}
+
+/// Frames at most that a label names where its stack differs.
+const MAX_DIFFERING_FRAMES: usize = 3;
+
+/// Levels of [`Parts::render`] chosen by what differs in [`Parts`]; the
+/// last, the differing frame, is found per pair.
+const LEVELS: usize = 5;
+
+/// [`short_label`] for each of several contexts, made distinct where they
+/// would read the same: colliding labels get the call site in the labelled
+/// frame (`f:88 (module)`, or `f@0x1a2b` without line information), then a
+/// recursion's depth and the next meaningful caller (`f:88 ×3 ← g
+/// (module)`), then the caller's line, then the return address (calls on
+/// one source line), so that a plot does not show two bars under one name.
+/// Shortened to `max` characters keeping the part that tells them apart.
+pub fn distinct_labels(contexts: &[(&[StackFrame], &str)], max: usize) -> Vec<String> {
+    let mut parts: Vec<Parts> = contexts.iter().map(|(st, k)| Parts::of(st, k)).collect();
+    let n = parts.len();
+    // Each context's label gets the next level's details while it collides
+    // with another's.
+    let mut labels: Vec<String> = parts.iter().map(|p| p.render(0)).collect();
+    for next in 1..LEVELS {
+        let raise: Vec<usize> = (0..n)
+            .filter(|&i| (0..n).any(|j| j != i && labels[j] == labels[i]))
+            // The caller's line and the address only where they differ.
+            .filter(|&i| {
+                next < 3
+                    || (0..n).any(|j| {
+                        labels[j] == labels[i] && parts[j].render(next) != parts[i].render(next)
+                    })
+            })
+            .collect();
+        for &i in &raise {
+            labels[i] = parts[i].render(next);
+        }
+    }
+    // Still alike: stacks that differ only in frames no level shows (a
+    // static function without a symbol under the labelled one), or further
+    // out. Each round adds the frame where a label's stack first differs
+    // from those of the labels still alike; stacks alike up to a frame
+    // differ deeper in the next round.
+    for _ in 0..MAX_DIFFERING_FRAMES {
+        let alike: Vec<Vec<usize>> = (0..n)
+            .map(|i| {
+                (0..n)
+                    .filter(|&j| j != i && labels[j] == labels[i])
+                    .collect()
+            })
+            .collect();
+        if alike.iter().all(Vec::is_empty) {
+            break;
+        }
+        for (i, others) in alike.iter().enumerate() {
+            let st = contexts[i].0;
+            let k = others
+                .iter()
+                .map(|&j| same_frames(st, contexts[j].0))
+                .filter(|&k| k < st.len())
+                .max();
+            if let Some(k) = k {
+                let fr = &st[k];
+                let name = match fr.function.as_str() {
+                    "" | "??" => "??".to_string(),
+                    f => strip_args(f),
+                };
+                parts[i].differs.push(name + &site(fr));
+                labels[i] = parts[i].render(LEVELS);
+            }
+        }
+    }
+    shorten_apart(&labels, max)
+}
+
+/// Each label shortened to `max` characters; where two different labels
+/// would shorten alike, the part around their first difference is kept
+/// (`very_long_name…<float>::solve (app)`).
+fn shorten_apart(full: &[String], max: usize) -> Vec<String> {
+    let short: Vec<String> = full.iter().map(|s| ellipsize(s, max)).collect();
+    (0..full.len())
+        .map(|i| {
+            let differences: Vec<usize> = (0..full.len())
+                .filter(|&j| short[j] == short[i] && full[j] != full[i])
+                .map(|j| common_prefix(&full[i], &full[j]))
+                .collect();
+            match (differences.iter().min(), differences.iter().max()) {
+                (Some(&lo), Some(&hi)) => around(&full[i], lo, hi, max),
+                _ => short[i].clone(),
             }
         })
-        .collect();
-    out.iter().map(|s| ellipsize(s, max)).collect()
+        .collect()
+}
+
+/// Frames two stacks (innermost first) start with alike.
+fn same_frames(a: &[StackFrame], b: &[StackFrame]) -> usize {
+    a.iter().zip(b).take_while(|(x, y)| x == y).count()
+}
+
+/// Characters two strings start with alike.
+fn common_prefix(a: &str, b: &str) -> usize {
+    a.chars().zip(b.chars()).take_while(|(x, y)| x == y).count()
+}
+
+/// `s` in `max` characters: its start, `…`, and a window from a little
+/// before character `lo` through character `hi` (the first and the last of
+/// the places where it differs from labels that shorten alike), or from a
+/// little before `hi` where both do not fit; to its end, if that fits.
+fn around(s: &str, lo: usize, hi: usize, max: usize) -> String {
+    let c: Vec<char> = s.chars().collect();
+    if c.len() <= max || max < 8 {
+        return ellipsize(s, max);
+    }
+    let head = max / 3;
+    // The window, and room for a `…` after it.
+    let budget = max - head - 1;
+    let span = hi.saturating_sub(lo);
+    let start = if span + 2 <= budget {
+        lo.saturating_sub((budget / 4).min(budget - 2 - span))
+    } else {
+        hi.saturating_sub(budget / 4)
+    }
+    .max(head);
+    let mut out: String = c[..head].iter().collect();
+    out.push('…');
+    if start + budget >= c.len() {
+        out.extend(&c[c.len() - budget..]);
+    } else {
+        out.extend(&c[start..start + budget - 1]);
+        out.push('…');
+    }
+    out
 }
 
 pub fn join(f: &str, m: &str) -> String {
@@ -398,6 +542,118 @@ mod tests {
             distinct_labels(&[(&a, "malloc"), (&a, "malloc")], 80)[0],
             "halo:10 ← relax (app)"
         );
+    }
+
+    #[test]
+    fn callers_lines_recursion_and_long_names_tell_labels_apart() {
+        let at = |function: &str, line: u32| StackFrame {
+            line,
+            ..f(function, "/app")
+        };
+        // One wrapper called from two lines of main.
+        let a = [at("siteC", 9), at("main", 19)];
+        let b = [at("siteC", 9), at("main", 20)];
+        assert_eq!(
+            distinct_labels(&[(&a, "realloc"), (&b, "realloc")], 80),
+            ["siteC:9 ← main:19 (app)", "siteC:9 ← main:20 (app)"]
+        );
+        // A recursion at two depths: the depth, and the caller outside it.
+        let deep = |n: usize| {
+            let mut v = vec![at("rec", 2); n];
+            v.push(at("main", 7));
+            v
+        };
+        let (r2, r3) = (deep(2), deep(3));
+        assert_eq!(
+            distinct_labels(&[(&r2, "malloc"), (&r3, "malloc")], 80),
+            ["rec:2 ×2 ← main (app)", "rec:2 ×3 ← main (app)"]
+        );
+        // Long names differing past the shortened length keep the part
+        // that differs.
+        let long = |t: &str| {
+            [StackFrame {
+                line: 5,
+                ..f(
+                    &format!("very_long_namespace_name_for_physics_solvers_of_all_kinds::solver<{t}>::assemble"),
+                    "/app",
+                )
+            }]
+        };
+        let (d, s) = (long("double"), long("float"));
+        let got = distinct_labels(&[(&d, "malloc"), (&s, "malloc")], 48);
+        assert_ne!(got[0], got[1], "{got:?}");
+        assert!(got.iter().all(|l| l.chars().count() <= 48), "{got:?}");
+        assert!(
+            got[0].contains("double") && got[1].contains("float"),
+            "{got:?}"
+        );
+        // Callers that differ only at the end of a long label.
+        let lib = |caller: &str| {
+            [
+                StackFrame {
+                    address: 0xcea88,
+                    ..f("pmix_register_client_attrs", "/lib/libpmix.so.2")
+                },
+                f(caller, "/lib/libpmix.so.2"),
+            ]
+        };
+        let (p, q) = (
+            lib("PMIx_Init_with_a_long_suffix_one"),
+            lib("PMIx_Init_with_a_long_suffix_two"),
+        );
+        let got = distinct_labels(&[(&p, "malloc"), (&q, "malloc")], 48);
+        assert_ne!(got[0], got[1], "{got:?}");
+        assert!(got.iter().all(|l| l.chars().count() <= 48), "{got:?}");
+    }
+
+    #[test]
+    fn stacks_alike_but_for_an_unnamed_callee_show_where_they_differ() {
+        let lib = |a: u64| {
+            [
+                StackFrame {
+                    address: a,
+                    ..f("??", "/lib/libpmix.so.2")
+                },
+                StackFrame {
+                    address: 0xcea88,
+                    ..f("pmix_register_client_attrs", "/lib/libpmix.so.2")
+                },
+                f("PMIx_Init", "/lib/libpmix.so.2"),
+            ]
+        };
+        let (a, b) = (lib(0xcd3d3), lib(0xcd4b8));
+        assert_eq!(
+            distinct_labels(&[(&a, "malloc"), (&b, "malloc")], 80),
+            [
+                "pmix_register_client_attrs@0xcea88 ← PMIx_Init [??@0xcd3d3] (libpmix.so.2)",
+                "pmix_register_client_attrs@0xcea88 ← PMIx_Init [??@0xcd4b8] (libpmix.so.2)"
+            ]
+        );
+        // At plot width the difference stays in view.
+        let got = distinct_labels(&[(&a, "malloc"), (&b, "malloc")], 48);
+        assert!(
+            got[0].contains("cd3d3") && got[1].contains("cd4b8"),
+            "{got:?}"
+        );
+    }
+
+    #[test]
+    fn around_keeps_the_difference() {
+        let s = "abcdefghijklmnopqrstuvwxyz0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZ";
+        // A difference near the end: the end is kept.
+        let t = around(s, 60, 60, 30);
+        assert_eq!(t.chars().count(), 30);
+        assert!(t.ends_with("XYZ") && t.starts_with("abcdefghij…"), "{t}");
+        // In the middle: the part from a little before it.
+        let t = around(s, 35, 35, 30);
+        assert_eq!(t.chars().count(), 30);
+        assert!(t.contains('9') && t.ends_with('…'), "{t}");
+        // Two places that fit in one window: both kept.
+        let t = around(s, 30, 45, 30);
+        assert!(t.contains('4') && t.contains('J'), "{t}");
+        // Too far apart: the later.
+        let t = around(s, 12, 50, 30);
+        assert!(t.contains('O') && !t.contains('m'), "{t}");
     }
 
     #[test]

@@ -40,6 +40,10 @@ pub struct Data {
 pub trait Plot {
     /// File stem (`memory` → `memory.png`).
     fn name(&self) -> &'static str;
+    /// Size in pixels.
+    fn size(&self, _d: &Data) -> (u32, u32) {
+        SIZE
+    }
     fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>, d: &Data) -> Result<()>
     where
         DB::ErrorType: 'static;
@@ -61,19 +65,20 @@ fn emit<P: Plot>(
     fmt: PlotFormat,
     out: &mut Vec<PathBuf>,
 ) -> Result<()> {
+    let size = p.size(d);
     if matches!(fmt, PlotFormat::Png | PlotFormat::Both) {
         let path = dir.join(format!("{}.png", p.name()));
-        let mut rgb = vec![0u8; SIZE.0 as usize * SIZE.1 as usize * 3];
-        draw(p, d, BitMapBackend::with_buffer(&mut rgb, SIZE))
+        let mut rgb = vec![0u8; size.0 as usize * size.1 as usize * 3];
+        draw(p, d, BitMapBackend::with_buffer(&mut rgb, size))
             .with_context(|| path.display().to_string())?;
-        let png = encode_png(&rgb, SIZE).with_context(|| path.display().to_string())?;
+        let png = encode_png(&rgb, size).with_context(|| path.display().to_string())?;
         crate::output::write_bytes(&path, &png)?;
         out.push(path);
     }
     if matches!(fmt, PlotFormat::Svg | PlotFormat::Both) {
         let path = dir.join(format!("{}.svg", p.name()));
         let mut svg = String::new();
-        draw(p, d, SVGBackend::with_string(&mut svg, SIZE))
+        draw(p, d, SVGBackend::with_string(&mut svg, size))
             .with_context(|| path.display().to_string())?;
         crate::output::write_bytes(&path, svg.as_bytes())?;
         out.push(path);
@@ -172,8 +177,10 @@ pub fn run(args: &PlotArgs) -> Result<()> {
     draw!(crate::plot_ranks::Ranks);
     if d.profile.heap.size_classes.iter().any(|&n| n > 0) {
         draw!(crate::plot_sizes::Sizes);
+    } else if d.profile.heap.size_classes.is_empty() {
+        skipped.push("sizes (the report has no size classes: its layout is older than 3)");
     } else {
-        skipped.push("sizes (the report has no size classes)");
+        skipped.push("sizes (no allocations)");
     }
     let flame = dir.join("flame.svg");
     crate::output::write_bytes(&flame, crate::flame::svg(&d).as_bytes())?;
@@ -193,9 +200,37 @@ pub fn run(args: &PlotArgs) -> Result<()> {
     crate::output::emit(&listing, None)
 }
 
-/// `bytes` in MiB.
-pub fn mib(bytes: f64) -> f64 {
-    bytes / (1024.0 * 1024.0)
+/// The unit of an axis of bytes whose largest value is `max` bytes: the
+/// largest of B, KiB, MiB, GiB and TiB that `max` reaches, so that the
+/// ticks of a small heap do not all read 0.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct ByteUnit {
+    pub bytes: f64,
+    pub name: &'static str,
+}
+
+impl ByteUnit {
+    pub fn for_max(max: f64) -> ByteUnit {
+        const UNITS: [(f64, &str); 5] = [
+            (1.0, "B"),
+            (1024.0, "KiB"),
+            (1048576.0, "MiB"),
+            (1073741824.0, "GiB"),
+            (1099511627776.0, "TiB"),
+        ];
+        let (bytes, name) = UNITS
+            .iter()
+            .rev()
+            .find(|(u, _)| max >= *u)
+            .copied()
+            .unwrap_or(UNITS[0]);
+        ByteUnit { bytes, name }
+    }
+
+    /// `bytes` in this unit.
+    pub fn of(&self, bytes: f64) -> f64 {
+        bytes / self.bytes
+    }
 }
 
 /// A range that plotters can draw, even for empty or flat data.
@@ -253,6 +288,16 @@ pub fn short_number(v: f64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn byte_axes_take_the_unit_their_largest_value_reaches() {
+        assert_eq!(ByteUnit::for_max(0.0).name, "B");
+        assert_eq!(ByteUnit::for_max(100.0).name, "B");
+        assert_eq!(ByteUnit::for_max(1434.0).name, "KiB");
+        assert_eq!(ByteUnit::for_max(40.0 * 1048576.0).name, "MiB");
+        assert_eq!(ByteUnit::for_max(6.0 * 1073741824.0).name, "GiB");
+        assert_eq!(ByteUnit::for_max(1434.0).of(1434.0), 1434.0 / 1024.0);
+    }
 
     #[test]
     fn short_numbers() {

@@ -9,9 +9,39 @@ use plotters::prelude::*;
 
 use crate::plot::{font, pe, upper};
 
-/// The chart [`columns`] draws into: bar `k` spans segment `k`.
+/// The chart [`columns`] draws into: bar `k` spans segment [`slot`]`(n, k)`.
 pub type ColumnChart<'a, DB> =
     ChartContext<'a, DB, Cartesian2d<SegmentedCoord<RangedCoordusize>, RangedCoordf64>>;
+
+/// The segments of an axis for `n` bars. plotters maps every value of a
+/// one-value range to half the axis' length, not into the axis (a single
+/// bar was drawn with a negative width, off its label), so one bar gets an
+/// empty segment each side and sits in the middle.
+pub fn segments(n: usize) -> SegmentedCoord<RangedCoordusize> {
+    match n {
+        0 | 1 => (0..2usize).into_segmented(),
+        n => (0..n - 1).into_segmented(),
+    }
+}
+
+/// Labels to ask plotters for, so that every bar of `n` gets its own:
+/// one per segment.
+pub fn label_count(n: usize) -> usize {
+    if n <= 1 {
+        3
+    } else {
+        n
+    }
+}
+
+/// The segment of bar `k` of `n` on [`segments`]`(n)`.
+pub fn slot(n: usize, k: usize) -> usize {
+    if n <= 1 {
+        k + 1
+    } else {
+        k
+    }
+}
 
 /// What the axes say.
 pub struct Axes<'f> {
@@ -41,15 +71,17 @@ where
         .margin(16)
         .x_label_area_size(50)
         .y_label_area_size(80)
-        .build_cartesian_2d((0..n - 1).into_segmented(), 0f64..upper(top))
+        .build_cartesian_2d(segments(bars.len()), 0f64..upper(top))
         .map_err(pe)?;
     let x_label = |x: &SegmentValue<usize>| match x {
-        SegmentValue::CenterOf(k) | SegmentValue::Exact(k) if *k < n => (axes.x_label)(*k),
+        SegmentValue::CenterOf(s) | SegmentValue::Exact(s) => (0..bars.len())
+            .find(|&k| slot(bars.len(), k) == *s)
+            .map_or(String::new(), |k| (axes.x_label)(k)),
         _ => String::new(),
     };
     let mut mesh = chart.configure_mesh();
     mesh.disable_x_mesh()
-        .x_labels(n.min(axes.x_labels))
+        .x_labels(label_count(n).min(axes.x_labels))
         .x_label_formatter(&x_label)
         .x_desc(axes.x_desc)
         .y_desc(axes.y_desc)
@@ -61,10 +93,11 @@ where
     mesh.draw().map_err(pe)?;
     chart
         .draw_series(bars.iter().enumerate().map(|(k, &(height, colour))| {
+            let s = slot(bars.len(), k);
             let mut bar = Rectangle::new(
                 [
-                    (SegmentValue::Exact(k), 0.0),
-                    (SegmentValue::Exact(k + 1), height),
+                    (SegmentValue::Exact(s), 0.0),
+                    (SegmentValue::Exact(s + 1), height),
                 ],
                 colour.mix(0.85).filled(),
             );

@@ -8,7 +8,8 @@ use plotters::prelude::*;
 use crate::cli::Group;
 use crate::contexts::Context;
 use crate::label::distinct_labels;
-use crate::plot::{font, mib, pe, short_number, upper, Data, Plot};
+use crate::plot::{font, pe, short_number, upper, ByteUnit, Data, Plot, SIZE};
+use crate::plot_columns::{label_count, segments, slot};
 use crate::plot_title::title;
 use crate::report_text::human_bytes;
 
@@ -17,9 +18,20 @@ pub struct Contexts;
 /// Characters of a bar label.
 const LABEL_CHARS: usize = 48;
 
+/// Pixels per bar, at least.
+const ROW_PX: u32 = 22;
+
 impl Plot for Contexts {
     fn name(&self) -> &'static str {
         "contexts"
+    }
+
+    /// Taller than the others when `--top` asks for more bars than fit.
+    fn size(&self, d: &Data) -> (u32, u32) {
+        let rows = d.top.min(d.contexts.contexts.len()) as u32;
+        // Each half: its bars, the axis and its margins; and the title.
+        let height = 2 * (rows * ROW_PX + 110) + 40;
+        (SIZE.0, SIZE.1.max(height))
     }
 
     fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>, d: &Data) -> Result<()>
@@ -56,11 +68,12 @@ impl Plot for Contexts {
             0 => String::new(),
             n => left_out(format!("{} calls", short_number(n as f64))),
         };
+        let unit = ByteUnit::for_max(by_bytes.first().map_or(0.0, |c| c.bytes as f64));
         bars(
             &top,
             &by_bytes,
-            |c| mib(c.bytes as f64),
-            &format!("bytes allocated (MiB){bytes_desc}"),
+            |c| unit.of(c.bytes as f64),
+            &format!("bytes allocated ({}){bytes_desc}", unit.name),
             RGBColor(31, 119, 180),
         )?;
         bars(
@@ -100,18 +113,18 @@ where
         .margin(12)
         .x_label_area_size(40)
         .y_label_area_size(400)
-        .build_cartesian_2d(0f64..upper(xmax), (0..n - 1).into_segmented())
+        .build_cartesian_2d(0f64..upper(xmax), segments(n))
         .map_err(pe)?;
     // Row 0 (the hottest) at the top.
-    let row = |i: usize| n - 1 - i;
+    let row = |i: usize| slot(n, n - 1 - i);
     chart
         .configure_mesh()
         .disable_y_mesh()
-        .y_labels(n)
+        .y_labels(label_count(n))
         .y_label_formatter(&|v| match v {
-            SegmentValue::CenterOf(k) | SegmentValue::Exact(k) if *k < n => {
-                labels[n - 1 - *k].clone()
-            }
+            SegmentValue::CenterOf(s) | SegmentValue::Exact(s) => (0..n)
+                .find(|&i| row(i) == *s)
+                .map_or(String::new(), |i| labels[i].clone()),
             _ => String::new(),
         })
         .x_label_formatter(&|v| crate::plot::short_number(*v))

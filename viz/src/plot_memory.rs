@@ -6,8 +6,9 @@ use plotters::coord::Shift;
 use plotters::prelude::*;
 
 use crate::legend::{box_size, place};
-use crate::plot::{font, mib, palette, pe, upper, Data, Plot};
+use crate::plot::{font, palette, pe, upper, ByteUnit, Data, Plot};
 use crate::plot_title::title;
+use crate::report_text::human_bytes;
 
 /// Ranks drawn as lines.
 const TOP_RANKS: usize = 5;
@@ -28,8 +29,6 @@ impl Plot for Memory {
         };
         let w = s.bin_ns as f64 / 1e9;
         let n = s.len();
-        // Each bin drawn at its centre.
-        let x = |i: usize| (i as f64 + 0.5) * w;
         let mean = |i: usize| {
             let r = s.ranks.get(i).copied().unwrap_or(0);
             if r == 0 {
@@ -39,6 +38,8 @@ impl Plot for Memory {
             }
         };
         let ymax = s.live.max.iter().copied().max().unwrap_or(0) as f64;
+        let unit = ByteUnit::for_max(ymax);
+        let y = |bytes: f64| unit.of(bytes);
         let covered: Vec<usize> = (0..n).filter(|&i| s.ranks[i] > 0).collect();
         let mut top: Vec<_> = s.per_rank.iter().collect();
         top.sort_by(|a, b| b.peak_bytes.cmp(&a.peak_bytes).then(a.rank.cmp(&b.rank)));
@@ -55,7 +56,7 @@ impl Plot for Memory {
         };
         let rank_labels: Vec<String> = top
             .iter()
-            .map(|r| format!("rank {} (peak {:.1} MiB)", r.rank, mib(r.peak_bytes as f64)))
+            .map(|r| format!("rank {} (peak {})", r.rank, human_bytes(r.peak_bytes)))
             .collect();
         // Every legend entry, in the order drawn.
         let labels: Vec<String> = (s.nranks > 1)
@@ -79,15 +80,12 @@ impl Plot for Memory {
         // The legend goes where it hides no data (`legend.rs`): the band's
         // top (or the one rank's line) is the highest thing drawn.
         let plot_px = chart_on(1.0).map_err(pe)?.plotting_area().dim_in_pixel();
-        let highest: Vec<(f64, f64)> = covered
-            .iter()
-            .map(|&i| (x(i), mib(s.live.max[i] as f64)))
-            .collect();
+        let highest = steps(covered.iter().map(|&i| (i, y(s.live.max[i] as f64))), w);
         let (corner, y_top) = place(
             &highest,
             x_top,
             w,
-            mib(ymax),
+            y(ymax),
             plot_px,
             box_size(&labels, &font(14)),
         );
@@ -95,23 +93,17 @@ impl Plot for Memory {
         chart
             .configure_mesh()
             .x_desc("time (s)")
-            .y_desc("live heap (MiB)")
+            .y_desc(format!("live heap ({})", unit.name))
             .label_style(font(14))
             .axis_desc_style(font(16))
             .draw()
             .map_err(pe)?;
         let band_color = RGBColor(31, 119, 180);
         if s.nranks > 1 {
-            let mut band: Vec<(f64, f64)> = covered
-                .iter()
-                .map(|&i| (x(i), mib(s.live.max[i] as f64)))
-                .collect();
-            band.extend(
-                covered
-                    .iter()
-                    .rev()
-                    .map(|&i| (x(i), mib(s.live.min[i] as f64))),
-            );
+            let mut band = steps(covered.iter().map(|&i| (i, y(s.live.max[i] as f64))), w);
+            let mut low = steps(covered.iter().map(|&i| (i, y(s.live.min[i] as f64))), w);
+            low.reverse();
+            band.extend(low);
             chart
                 .draw_series(std::iter::once(Polygon::new(band, band_color.mix(0.25))))
                 .map_err(pe)?
@@ -122,7 +114,7 @@ impl Plot for Memory {
         }
         chart
             .draw_series(LineSeries::new(
-                covered.iter().map(|&i| (x(i), mib(mean(i)))),
+                steps(covered.iter().map(|&i| (i, y(mean(i)))), w),
                 band_color.stroke_width(2),
             ))
             .map_err(pe)?
@@ -132,9 +124,12 @@ impl Plot for Memory {
             let c = palette(k);
             chart
                 .draw_series(LineSeries::new(
-                    rank_span(&covered, &r.live_max)
-                        .iter()
-                        .map(|&i| (x(i), mib(r.live_max[i] as f64))),
+                    steps(
+                        rank_span(&covered, &r.live_max)
+                            .iter()
+                            .map(|&i| (i, y(r.live_max[i] as f64))),
+                        w,
+                    ),
                     c.stroke_width(1),
                 ))
                 .map_err(pe)?
@@ -151,6 +146,15 @@ impl Plot for Memory {
             .map_err(pe)?;
         Ok(())
     }
+}
+
+/// Points of a line drawing each bin's value `(bin, value)` flat across
+/// the bin (`w` seconds wide), as the value is the bin's maximum (or
+/// minimum, or mean): a line from one bin's centre to the next drew a ramp
+/// where the heap jumped, and values the heap never had between.
+fn steps(bins: impl Iterator<Item = (usize, f64)>, w: f64) -> Vec<(f64, f64)> {
+    bins.flat_map(|(i, v)| [(i as f64 * w, v), ((i + 1) as f64 * w, v)])
+        .collect()
 }
 
 /// The bins of `covered` that one rank's run covers: from its first to its
@@ -173,6 +177,23 @@ fn rank_span<'a>(covered: &'a [usize], live_max: &[u64]) -> &'a [usize] {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn each_bin_is_drawn_flat_across_its_width() {
+        // 40 MiB held in bin 3 only: no ramp from bin 2 into it.
+        let got = steps([(2, 0.0), (3, 40.0), (4, 0.0)].into_iter(), 0.5);
+        assert_eq!(
+            got,
+            [
+                (1.0, 0.0),
+                (1.5, 0.0),
+                (1.5, 40.0),
+                (2.0, 40.0),
+                (2.0, 0.0),
+                (2.5, 0.0)
+            ]
+        );
+    }
 
     #[test]
     fn a_ranks_line_spans_its_run_only() {

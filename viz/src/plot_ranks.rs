@@ -6,9 +6,10 @@ use plotters::coord::Shift;
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 
-use crate::plot::{font, mib, pe, Data, Plot};
-use crate::plot_columns::{columns, Axes};
+use crate::plot::{font, pe, ByteUnit, Data, Plot};
+use crate::plot_columns::{columns, slot, Axes};
 use crate::plot_title::title;
+use crate::report_text::human_bytes;
 
 pub struct Ranks;
 
@@ -38,17 +39,17 @@ fn largest(v: &[(u32, u64)]) -> Option<(u32, u64)> {
         .max_by(|a, b| a.1.cmp(&b.1).then(b.0.cmp(&a.0)))
 }
 
-/// `max: rank 3, 5.66 MiB   mean 4.72 MiB   min 3.79 MiB   imbalance
+/// `max: rank 3, 5.7 MiB   mean 4.7 MiB   min 3.8 MiB   imbalance
 /// (max/mean) 1.20` over the ranks' values; `None` without any.
 fn spread_note(v: &[(u32, u64)]) -> Option<String> {
     let (rank, max) = largest(v)?;
     let min = v.iter().map(|r| r.1).min().unwrap_or(0);
     let mean = v.iter().map(|r| r.1 as f64).sum::<f64>() / v.len() as f64;
     Some(format!(
-        "max: rank {rank}, {:.2} MiB   mean {:.2} MiB   min {:.2} MiB   imbalance (max/mean) {:.2}",
-        mib(max as f64),
-        mib(mean),
-        mib(min as f64),
+        "max: rank {rank}, {}   mean {}   min {}   imbalance (max/mean) {:.2}",
+        human_bytes(max),
+        human_bytes(mean.round() as u64),
+        human_bytes(min),
         if mean > 0.0 { max as f64 / mean } else { 1.0 }
     ))
 }
@@ -133,16 +134,18 @@ where
 {
     let blue = RGBColor(31, 119, 180);
     let red = RGBColor(214, 39, 40);
+    let unit = ByteUnit::for_max(max_peak as f64);
     let heights: Vec<(f64, RGBColor)> = v
         .iter()
-        .map(|&(r, peak)| (mib(peak as f64), if r == max_rank { red } else { blue }))
+        .map(|&(r, peak)| (unit.of(peak as f64), if r == max_rank { red } else { blue }))
         .collect();
+    let y_desc = format!("peak heap ({})", unit.name);
     let mut chart = columns(
         area,
         &heights,
         &Axes {
             x_desc: "rank",
-            y_desc: "peak heap (MiB)",
+            y_desc: &y_desc,
             x_label: &|k| v[k].0.to_string(),
             x_labels: 32,
             y_label: None,
@@ -154,7 +157,10 @@ where
             // by default, which put the label over the bar's top edge).
             .draw_series(std::iter::once(Text::new(
                 format!("max: rank {max_rank}"),
-                (SegmentValue::CenterOf(k), mib(max_peak as f64) * 1.01),
+                (
+                    SegmentValue::CenterOf(slot(v.len(), k)),
+                    unit.of(max_peak as f64) * 1.01,
+                ),
                 font(13).pos(Pos::new(HPos::Center, VPos::Bottom)),
             )))
             .map_err(pe)?;
@@ -213,9 +219,9 @@ where
     }
     area.draw_text(
         &format!(
-            "{:.2} MiB … {:.2} MiB peak heap",
-            mib(min_peak as f64),
-            mib(max_peak as f64)
+            "{} … {} peak heap",
+            human_bytes(min_peak),
+            human_bytes(max_peak)
         ),
         &font(13),
         (left + 410, sy),

@@ -8,7 +8,7 @@ use plotters::style::text_anchor::{HPos, Pos, VPos};
 use wmhcct_format::size_class_range;
 
 use crate::plot::{font, pe, short_number, Data, Plot};
-use crate::plot_columns::{columns, Axes};
+use crate::plot_columns::{columns, slot, Axes};
 use crate::plot_title::title;
 use crate::sizes::{label, power_of_two};
 
@@ -68,7 +68,7 @@ impl Plot for Sizes {
                     .map(|(k, &count)| {
                         Text::new(
                             format!("{:.1}%", 100.0 * count as f64 / all as f64),
-                            (SegmentValue::CenterOf(k), count as f64),
+                            (SegmentValue::CenterOf(slot(shown.len(), k)), count as f64),
                             font(12).pos(Pos::new(HPos::Center, VPos::Bottom)),
                         )
                     }),
