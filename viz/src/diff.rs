@@ -3,8 +3,9 @@
 //! stack (function names and allocator), so two builds of the same code
 //! compare.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::fmt::Write as _;
+use std::rc::Rc;
 
 use anyhow::{Context as _, Result};
 use serde_json::{json, Value};
@@ -22,21 +23,32 @@ use crate::report_text::{
     human_bytes, largest_peak, largest_resident, peak_rank, resident_rank, up_to_main,
 };
 use crate::sites;
-use crate::stacks::all_stacks;
+use crate::stacks::stacks;
 use crate::symbolize::Symbols;
 
 /// One matched context.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Change {
     pub kind: String,
-    /// Function names, innermost first.
-    pub stack: Vec<String>,
+    /// Its key in both reports (function names root first, then the
+    /// allocator; or the site's name).
+    key: Key,
+    group: Group,
     pub label: String,
     pub count: (u64, u64),
     pub bytes: (u64, u64),
 }
 
 impl Change {
+    /// Function names, innermost first (a site: its name).
+    pub fn stack(&self) -> impl DoubleEndedIterator<Item = &Rc<str>> + Clone {
+        let names = match self.group {
+            Group::Context => &self.key[..self.key.len().saturating_sub(1)],
+            _ => &self.key[..],
+        };
+        names.iter().rev()
+    }
+
     pub fn bytes_delta(&self) -> i128 {
         self.bytes.1 as i128 - self.bytes.0 as i128
     }
@@ -46,12 +58,35 @@ impl Change {
     }
 }
 
+/// One context (or site) of one report; its stack is its key's.
 struct Side {
     kind: String,
-    stack: Vec<String>,
     label: String,
     count: u64,
     bytes: u64,
+}
+
+/// A context's function names root first, then its allocator (with
+/// `group`, the site's name alone): both reports' contexts by this key,
+/// each name held once for both (a report of 10^5 contexts 128 frames deep
+/// has 10^7 names, mostly the same few thousand).
+type Key = Vec<Rc<str>>;
+
+/// Every name, held once.
+#[derive(Default)]
+struct Names(HashSet<Rc<str>>);
+
+impl Names {
+    fn get(&mut self, name: String) -> Rc<str> {
+        match self.0.get(name.as_str()) {
+            Some(n) => n.clone(),
+            None => {
+                let n: Rc<str> = name.into();
+                self.0.insert(n.clone());
+                n
+            }
+        }
+    }
 }
 
 /// The contexts of `p` by symbolised stack, those through `focus` only;
@@ -63,27 +98,30 @@ fn by_stack(
     syms: &Symbols,
     focus: Option<&Focus>,
     group: Group,
-) -> HashMap<String, Side> {
-    let mut m: HashMap<String, Side> = HashMap::new();
-    for s in all_stacks(p, syms) {
+    names: &mut Names,
+) -> HashMap<Key, Side> {
+    let mut m: HashMap<Key, Side> = HashMap::new();
+    for s in stacks(p, syms) {
         if focus.is_some_and(|f| !f.matches(&s.frames)) {
             continue;
         }
         let innermost: Vec<StackFrame> = s.frames.iter().rev().cloned().collect();
-        let (key, stack, label) = match group {
+        let (key, label): (Key, _) = match group {
             Group::Context => {
-                let names = s.names();
-                let stack = names[..names.len() - 1].iter().rev().cloned().collect();
-                (names.join(";"), stack, short_label(&innermost, &s.kind, 60))
+                // Not `collect`, which would keep the names' own buffer
+                // (of `String`s, half again as large, and grown by pushes).
+                let own = s.names();
+                let mut key = Vec::with_capacity(own.len());
+                key.extend(own.into_iter().map(|n| names.get(n)));
+                (key, short_label(&innermost, &s.kind, 60))
             }
             _ => {
                 let (name, label) = sites::site_name(&innermost, &s.kind, group);
-                (name.clone(), vec![name], label)
+                (vec![names.get(name)], label)
             }
         };
         let e = m.entry(key).or_insert_with(|| Side {
             kind: s.kind.clone(),
-            stack,
             label,
             count: 0,
             bytes: 0,
@@ -117,9 +155,10 @@ pub fn changes<'f>(
     focus: Option<&'f Focus>,
     group: Group,
 ) -> (Vec<Change>, usize, Option<FocusPair<'f>>) {
-    let ma = by_stack(a, sa, focus, group);
-    let mut mb = by_stack(b, sb, focus, group);
-    let sum = |m: &HashMap<String, Side>| {
+    let mut names = Names::default();
+    let ma = by_stack(a, sa, focus, group, &mut names);
+    let mut mb = by_stack(b, sb, focus, group, &mut names);
+    let sum = |m: &HashMap<Key, Side>| {
         m.values().fold((0u64, 0u64), |(c, by), s| {
             (c.saturating_add(s.count), by.saturating_add(s.bytes))
         })
@@ -142,16 +181,18 @@ pub fn changes<'f>(
         let (cb, bb) = y.map_or((0, 0), |y| (y.count, y.bytes));
         all.push(Change {
             kind: x.kind,
-            stack: x.stack,
+            key: k,
+            group,
             label: x.label,
             count: (x.count, cb),
             bytes: (x.bytes, bb),
         });
     }
-    for (_, y) in mb {
+    for (k, y) in mb {
         all.push(Change {
             kind: y.kind,
-            stack: y.stack,
+            key: k,
+            group,
             label: y.label,
             count: (0, y.count),
             bytes: (0, y.bytes),
@@ -163,7 +204,7 @@ pub fn changes<'f>(
             .abs()
             .cmp(&x.bytes_delta().abs())
             .then(y.count_delta().abs().cmp(&x.count_delta().abs()))
-            .then(x.stack.cmp(&y.stack))
+            .then_with(|| x.stack().cmp(y.stack()))
     });
     (all, matched, focus)
 }
@@ -279,7 +320,7 @@ pub fn run(args: &DiffArgs) -> Result<u8> {
             .map(|c| json!({
                 "kind": c.kind,
                 "label": c.label,
-                "stack": c.stack,
+                "stack": c.stack().map(|n| &**n).collect::<Vec<&str>>(),
                 "count_a": c.count.0, "count_b": c.count.1,
                 "count_delta": c.count_delta() as i64,
                 "bytes_a": c.bytes.0, "bytes_b": c.bytes.1,
@@ -408,6 +449,13 @@ fn render_text(
         list.len(),
         list.len().min(args.top)
     );
+    if args.group != Group::Context && !(a.config.exact && b.config.exact) {
+        let _ = writeln!(
+            s,
+            "  (sums over every context the reports hold, also those below the hotness \
+             threshold; `report --group` sums those above it)"
+        );
+    }
     for c in list.iter().take(args.top) {
         let _ = writeln!(
             s,
@@ -422,11 +470,13 @@ fn render_text(
         let stack = match args.group {
             Group::Context => format!(
                 "; {}",
-                folded(up_to_main(&c.stack, String::as_str))
-                    .into_iter()
-                    .take(6)
-                    .collect::<Vec<_>>()
-                    .join(" < ")
+                folded(up_to_main(&c.stack().cloned().collect::<Vec<_>>(), |n| {
+                    &**n
+                }))
+                .into_iter()
+                .take(6)
+                .collect::<Vec<_>>()
+                .join(" < ")
             ),
             _ => String::new(),
         };
@@ -445,14 +495,14 @@ fn render_text(
 /// Function names, innermost first, with each run of one name (a
 /// recursion) given once as "name ×N", so the few names shown reach past
 /// it.
-fn folded(names: &[String]) -> Vec<String> {
+fn folded(names: &[Rc<str>]) -> Vec<String> {
     runs_by(names, |a, b| a == b)
         .into_iter()
         .map(|(n, k)| {
             if k > 1 {
                 format!("{n} ×{k}")
             } else {
-                n.clone()
+                n.to_string()
             }
         })
         .collect()
@@ -464,9 +514,9 @@ mod tests {
 
     #[test]
     fn recursion_is_one_entry() {
-        let names: Vec<String> = ["leaf", "solve", "solve", "solve", "main", "solve"]
+        let names: Vec<std::rc::Rc<str>> = ["leaf", "solve", "solve", "solve", "main", "solve"]
             .iter()
-            .map(|s| s.to_string())
+            .map(|&s| s.into())
             .collect();
         assert_eq!(folded(&names), ["leaf", "solve ×3", "main", "solve"]);
         assert!(folded(&[]).is_empty());

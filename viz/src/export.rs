@@ -1,14 +1,14 @@
 //! `wmhcct export`: collapsed stacks or the report JSON.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 
 use anyhow::{Context as _, Result};
 
 use crate::cli::{ExportArgs, ExportFormat, SortKey};
 use crate::contexts::{contexts, StackFrame};
 use crate::input::load;
-use crate::mpi_internal::owners;
-use crate::stacks::{all_stacks, Stack};
+use crate::mpi_internal::Owners;
+use crate::stacks::{stacks, Stack};
 
 /// A name usable in a folded line (`;` separates frames, newlines end lines).
 fn clean(name: &str) -> String {
@@ -23,11 +23,16 @@ fn clean(name: &str) -> String {
 
 /// Collapsed stacks, root first, one line per distinct symbolised stack
 /// (`a;b;c;malloc 1234`), in tree order; zero weights are left out, and
-/// so are the stacks in `skip`.
-pub fn folded(stacks: &[Stack], weight: SortKey, skip: &LeftOut) -> String {
-    let mut order: Vec<String> = Vec::new();
-    let mut sums: HashMap<String, u64> = HashMap::new();
-    for (i, s) in stacks.iter().enumerate() {
+/// so are the stacks `skip` picks. Stacks are taken one at a time, and each
+/// line's text is held once.
+pub fn folded(
+    stacks: impl Iterator<Item = Stack>,
+    weight: SortKey,
+    mut skip: impl FnMut(&Stack) -> bool,
+) -> String {
+    // Line → (its place in tree order, its weight).
+    let mut lines: HashMap<String, (usize, u64)> = HashMap::new();
+    for s in stacks {
         let w = match weight {
             SortKey::Count => s.count,
             SortKey::Bytes => s.bytes,
@@ -35,7 +40,7 @@ pub fn folded(stacks: &[Stack], weight: SortKey, skip: &LeftOut) -> String {
             SortKey::Peak => s.peak_live_bytes,
             SortKey::Temporary => s.temporary,
         };
-        if w == 0 || skip.mpi.contains(&i) || skip.focus.contains(&i) {
+        if w == 0 || skip(&s) {
             continue;
         }
         let key = s
@@ -44,62 +49,22 @@ pub fn folded(stacks: &[Stack], weight: SortKey, skip: &LeftOut) -> String {
             .map(|n| clean(n))
             .collect::<Vec<_>>()
             .join(";");
-        let e = sums.entry(key.clone()).or_insert_with(|| {
-            order.push(key);
-            0
-        });
-        *e = e.saturating_add(w);
+        let next = lines.len();
+        let e = lines.entry(key).or_insert((next, 0));
+        e.1 = e.1.saturating_add(w);
     }
+    let mut ordered: Vec<(String, (usize, u64))> = lines.into_iter().collect();
+    ordered.sort_unstable_by_key(|(_, (place, _))| *place);
     let mut out = String::new();
-    for k in order {
-        out.push_str(&format!("{k} {}\n", sums[&k]));
+    for (k, (_, w)) in ordered {
+        out.push_str(&format!("{k} {w}\n"));
     }
     out
 }
 
-/// The stacks (indices into [`all_stacks`]) the MPI library allocated for
-/// itself, which a folded export of the leaks leaves out, and their live
-/// bytes; and the stacks a focus leaves out.
-#[derive(Default)]
-pub struct LeftOut {
-    mpi: HashSet<usize>,
-    mpi_live_bytes: u64,
-    focus: HashSet<usize>,
-}
-
-impl LeftOut {
-    /// What `--weight leaked` leaves out without `--mpi-internal`: the
-    /// stacks allocated inside MPI calls or on the MPI library's threads
-    /// (`mpi_internal.rs`), which a job's report, taken in MPI_Finalize,
-    /// shows as live.
-    pub fn of(all: &[Stack], program: &str) -> LeftOut {
-        let inner: Vec<Vec<StackFrame>> = all
-            .iter()
-            .map(|s| s.frames.iter().rev().cloned().collect())
-            .collect();
-        let refs: Vec<&[StackFrame]> = inner.iter().map(Vec::as_slice).collect();
-        let mut skip = LeftOut::default();
-        for (i, owner) in owners(&refs, program).into_iter().enumerate() {
-            if owner.is_some() && !all[i].untraced {
-                skip.mpi.insert(i);
-                skip.mpi_live_bytes += all[i].leaked_bytes;
-            }
-        }
-        skip
-    }
-
-    /// Leave out the stacks `out` picks too (and no longer count them
-    /// among the MPI library's).
-    fn leave_out(&mut self, all: &[Stack], out: impl Fn(&Stack) -> bool) {
-        for (i, s) in all.iter().enumerate() {
-            if out(s) {
-                self.focus.insert(i);
-                if self.mpi.remove(&i) {
-                    self.mpi_live_bytes -= s.leaked_bytes;
-                }
-            }
-        }
-    }
+/// A stack innermost frame first, as the MPI library's recognition reads it.
+fn innermost(s: &Stack) -> Vec<StackFrame> {
+    s.frames.iter().rev().cloned().collect()
 }
 
 pub fn run(args: &ExportArgs) -> Result<()> {
@@ -111,26 +76,43 @@ pub fn run(args: &ExportArgs) -> Result<()> {
     let focus = args.select.focus();
     let text = match args.format {
         ExportFormat::Folded => {
-            let stacks = all_stacks(&loaded.profile, &loaded.symbols);
-            // The MPI library is recognised over every stack, then the
-            // focus leaves out the stacks not through it.
-            let mut skip = if args.weight == SortKey::Leaked && !args.mpi_internal {
-                LeftOut::of(&stacks, &loaded.profile.meta.program)
-            } else {
-                LeftOut::default()
-            };
-            if let Some(f) = &focus {
-                skip.leave_out(&stacks, |s| !f.matches(&s.frames));
-            }
-            if skip.mpi_live_bytes > 0 {
+            let (p, syms) = (&loaded.profile, &loaded.symbols);
+            // `--weight leaked` leaves out, without `--mpi-internal`, the
+            // stacks allocated inside MPI calls or on the MPI library's
+            // threads (`mpi_internal.rs`), which a job's report, taken in
+            // MPI_Finalize, shows as live. They are recognised over every
+            // stack: a first pass learns them all.
+            let mut owners = (args.weight == SortKey::Leaked && !args.mpi_internal).then(|| {
+                let mut o = Owners::new(&p.meta.program);
+                for s in stacks(p, syms) {
+                    o.learn(&innermost(&s));
+                }
+                o
+            });
+            // The MPI library's stacks left out that hold live bytes, and
+            // those bytes (the focus's leave-outs not among them).
+            let (mut held, mut held_bytes) = (0usize, 0u64);
+            let text = folded(stacks(p, syms), args.weight, |s| {
+                if focus.as_ref().is_some_and(|f| !f.matches(&s.frames)) {
+                    return true;
+                }
+                let mpi = !s.untraced
+                    && owners
+                        .as_mut()
+                        .is_some_and(|o| o.of(&innermost(s)).is_some());
+                if mpi && s.leaked_bytes > 0 {
+                    held += 1;
+                    held_bytes += s.leaked_bytes;
+                }
+                mpi
+            });
+            if held_bytes > 0 {
                 say!(
-                    "wmhcct: left out {} stacks with {} bytes live that the MPI library \
-                     allocated for itself (--mpi-internal keeps them)",
-                    skip.mpi.len(),
-                    skip.mpi_live_bytes
+                    "wmhcct: left out {held} stacks with {held_bytes} bytes live that the MPI \
+                     library allocated for itself (--mpi-internal keeps them)"
                 );
             }
-            folded(&stacks, args.weight, &skip)
+            text
         }
         ExportFormat::Json => {
             let list = contexts(&loaded.profile, &loaded.symbols);

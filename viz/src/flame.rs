@@ -8,7 +8,7 @@ use std::fmt::Write as _;
 use crate::markup::escape;
 use crate::plot::Data;
 use crate::plot_title::title;
-use crate::stacks::all_stacks;
+use crate::stacks::stacks;
 
 const WIDTH: f64 = 1200.0;
 const ROW: f64 = 18.0;
@@ -66,7 +66,7 @@ pub fn svg(d: &Data) -> String {
         }],
     };
     let mut depth = 1usize;
-    for s in all_stacks(&d.profile, &d.symbols) {
+    for s in stacks(&d.profile, &d.symbols) {
         if s.bytes == 0 {
             continue;
         }

@@ -79,6 +79,7 @@ pub fn classify(contexts: &mut [Context], program: &str) {
 
 /// [`classify`] over bare stacks, innermost frame first: for each, the MPI
 /// routine or `thread of <module>` that owns it, or `None`.
+#[cfg(test)]
 pub fn owners(stacks: &[&[StackFrame]], program: &str) -> Vec<Option<String>> {
     let mut owners = Owners::new(program);
     for stack in stacks {
