@@ -120,7 +120,10 @@ fn ranks_detail(p: &Profile) -> Value {
                     "threads": r.threads,
                     "totals": totals_json(&r.totals),
                     "peak_bytes": r.heap.peak_bytes,
-                    "leaked_bytes": r.heap.live_bytes,
+                    // Everything live when the rank's profile was taken:
+                    // in a job, at MPI_Finalize, the MPI library's state
+                    // too, which `leaked` elsewhere leaves out (per context).
+                    "live_at_end_bytes": r.heap.live_bytes,
                     "heap": heap_json(&r.heap),
                     "unwind": unwind_json(&r.unwind),
                     "tracer": tracer_json(&r.tracer),

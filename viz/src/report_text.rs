@@ -645,8 +645,8 @@ fn routines(own: &MpiOwn, by: SortKey) -> String {
         .iter()
         .take(3)
         .map(|(r, b)| match by {
-            SortKey::Count => format!("{r} {b}"),
-            _ => format!("{r} {}", human_bytes(*b)),
+            SortKey::Count | SortKey::Temporary => format!("{r} {b}"),
+            SortKey::Bytes | SortKey::Leaked | SortKey::Peak => format!("{r} {}", human_bytes(*b)),
         })
         .collect();
     if own.routines.len() > 3 {
@@ -773,6 +773,24 @@ pub fn plus_minus(e: u64, shown: String) -> String {
     }
 }
 
+/// `per rank: count min 1 mean 1.0 max 1 (rank 0); bytes min 1.0 MiB mean
+/// 2.5 MiB max 4.0 MiB (rank 3)`: how a context's calls and bytes spread
+/// over the job's ranks, each with the rank holding its maximum.
+fn per_rank_line(c: &Context, nranks: u32) -> String {
+    let (n, b) = (&c.spread.count, &c.spread.bytes);
+    format!(
+        "per rank: count min {} mean {:.1} max {} (rank {}); bytes min {} mean {} max {} (rank {})",
+        n.min_over(nranks),
+        n.mean_over(nranks),
+        n.max,
+        n.max_rank,
+        human_bytes(b.min_over(nranks)),
+        human_bytes(b.mean_over(nranks).round() as u64),
+        human_bytes(b.max),
+        b.max_rank
+    )
+}
+
 /// One context; true if a frame was marked with its call site.
 /// Bytes in readable units (the JSON has them exact); an MPI call's
 /// context (`mpi_call`) gives the bytes it moved and no memory held.
@@ -811,15 +829,7 @@ fn context(
         plus_minus(c.bytes_err, human_bytes(c.bytes_err)),
     );
     if nranks > 1 {
-        let sp = &c.spread.count;
-        let _ = writeln!(
-            s,
-            "    per rank: count min {} mean {:.1} max {} (rank {})",
-            sp.min_over(nranks),
-            sp.mean_over(nranks),
-            sp.max,
-            sp.max_rank
-        );
+        let _ = writeln!(s, "    {}", per_rank_line(c, nranks));
     }
     if c.stack.is_empty() {
         let _ = writeln!(s, "    (no frames)");
@@ -882,11 +892,65 @@ fn runs(stack: &[StackFrame]) -> Vec<(&StackFrame, usize)> {
 #[cfg(test)]
 mod tests {
     use super::{
-        above_main, context, host_line, human_bytes, max_over_mean, peak_line, ranks_table,
-        resident_lines, runs, up_to_main, AlikeLines,
+        above_main, context, host_line, human_bytes, max_over_mean, peak_line, per_rank_line,
+        ranks_table, resident_lines, routines, runs, up_to_main, AlikeLines,
     };
+    use crate::cli::SortKey;
     use crate::contexts::{Context, StackFrame};
+    use crate::mpi_internal::MpiOwn;
     use wmhcct_format::{HeapStats, Profile, RankSummary};
+
+    #[test]
+    fn the_mpi_librarys_routines_show_counts_as_counts() {
+        let own = MpiOwn {
+            contexts: 2,
+            total: 2024,
+            routines: vec![
+                ("MPI_Init".into(), 1976),
+                ("thread of libpmix.so.2".into(), 48),
+            ],
+        };
+        for by in [SortKey::Count, SortKey::Temporary] {
+            assert_eq!(
+                routines(&own, by),
+                "MPI_Init 1976, thread of libpmix.so.2 48"
+            );
+        }
+        assert_eq!(
+            routines(&own, SortKey::Bytes),
+            "MPI_Init 1.9 KiB, thread of libpmix.so.2 48 B"
+        );
+    }
+
+    #[test]
+    fn the_per_rank_line_gives_calls_and_bytes_each_with_its_largest_rank() {
+        use wmhcct_format::{NodeSpread, Spread};
+        // Rank r of 4 allocates (r + 1) MiB in one call.
+        let c = Context {
+            spread: NodeSpread {
+                count: Spread {
+                    min: 1,
+                    max: 1,
+                    sum: 4,
+                    max_rank: 0,
+                    present: 4,
+                },
+                bytes: Spread {
+                    min: 1 << 20,
+                    max: 4 << 20,
+                    sum: 10 << 20,
+                    max_rank: 3,
+                    present: 4,
+                },
+            },
+            ..Context::of_stack("malloc", Vec::new())
+        };
+        assert_eq!(
+            per_rank_line(&c, 4),
+            "per rank: count min 1 mean 1.0 max 1 (rank 0); \
+             bytes min 1.0 MiB mean 2.5 MiB max 4.0 MiB (rank 3)"
+        );
+    }
 
     fn frame(function: &str, line: u32, module: &str, address: u64) -> StackFrame {
         StackFrame {
