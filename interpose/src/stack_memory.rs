@@ -120,21 +120,24 @@ impl OwnStack {
     /// this stack holds (the capture point's).
     #[inline(always)]
     pub fn reader(&self, sp: u64) -> OwnStackReader {
+        let last = self.hi.saturating_sub(8);
         OwnStackReader {
             sp,
-            last: self.hi.saturating_sub(8),
+            // `last - sp + 1` cannot wrap: `last` is at most `u64::MAX - 8`.
+            starts: if last >= sp { last - sp + 1 } else { 0 },
         }
     }
 }
 
 /// Reads the calling thread's own stack from a capture point up to its top:
-/// the words starting in `[sp, last]`. Its bounds are two values, so the
+/// the words starting in `[sp, hi - 8]`. Its bounds are two values, so the
 /// reused-frame check keeps them in registers ([`ReadStack::holds_frames`]).
 #[derive(Clone, Copy, Debug)]
 pub struct OwnStackReader {
     sp: u64,
-    /// The highest address a word can start at (`hi - 8`).
-    last: u64,
+    /// How many addresses a word may start at, from `sp` (`hi - 8 - sp + 1`;
+    /// 0 when `sp` is above `hi - 8`).
+    starts: u64,
 }
 
 impl OwnStackReader {
@@ -142,7 +145,7 @@ impl OwnStackReader {
     /// `addr - sp` wraps for an address below `sp`.
     #[inline(always)]
     fn readable(&self, addr: u64) -> bool {
-        self.last >= self.sp && addr.wrapping_sub(self.sp) <= self.last - self.sp
+        addr.wrapping_sub(self.sp) < self.starts
     }
 
     #[inline(always)]

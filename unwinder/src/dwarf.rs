@@ -6,7 +6,7 @@ use framehop::{FrameAddress, MustNotAllocateDuringUnwind, Unwinder};
 
 use crate::frame::{Frame, Regs};
 use crate::modules::{DwarfUnwinder, Modules};
-use crate::rule_cache::{exec, Exec, RuleCache};
+use crate::rule_cache::{exec, Exec, RuleCache, StepRegs};
 use crate::step::{ReadStack, Step, StepError, StepUnwinder};
 
 /// framehop's per-thread rule cache, in its no-allocation flavour.
@@ -29,21 +29,28 @@ impl StepCache {
 
 pub(crate) struct DwarfSteps<'a> {
     unwinder: &'a DwarfUnwinder,
-    /// Identity of the module table (keys the learned rules).
-    table: u64,
     cache: &'a mut StepCache,
-    regs: UnwindRegsX86_64,
+    /// The registers as plain values: framehop's own register set is made
+    /// only for a step it takes itself ([`framehop_step`]), so a walk keeps
+    /// these in machine registers.
+    regs: StepRegs,
     /// Address to look up for the next step; `None` once the stack has ended.
     next: Option<FrameAddress>,
 }
 
 impl<'a> DwarfSteps<'a> {
+    #[inline]
     pub(crate) fn new(modules: &'a Modules, cache: &'a mut StepCache, regs: Regs) -> Self {
+        // The learned rules are keyed by the module table: another empties them.
+        cache.rules.use_table(modules.id());
         DwarfSteps {
             unwinder: modules.unwinder(),
-            table: modules.id(),
             cache,
-            regs: UnwindRegsX86_64::new(regs.pc, regs.sp, regs.bp),
+            regs: StepRegs {
+                ip: regs.pc,
+                sp: regs.sp,
+                bp: regs.bp,
+            },
             next: if regs.pc_is_return {
                 FrameAddress::from_return_address(regs.pc)
             } else {
@@ -53,38 +60,60 @@ impl<'a> DwarfSteps<'a> {
     }
 }
 
+/// A step framehop takes itself (no learned rule, or one of the outcomes it
+/// reports): out of line, on framehop's register set, so that the walk's
+/// common steps keep their registers.
+#[cold]
+#[inline(never)]
+fn framehop_step<R: ReadStack + ?Sized>(
+    unwinder: &DwarfUnwinder,
+    framehop: &mut DwarfCache,
+    address: FrameAddress,
+    regs: StepRegs,
+    read: &mut R,
+) -> (Result<Option<u64>, framehop::Error>, StepRegs) {
+    let mut r: UnwindRegsX86_64 = regs.framehop();
+    let result = unwinder.unwind_frame(address, &mut r, framehop, &mut |a| read.read_word(a));
+    (result, StepRegs::from_framehop(&r))
+}
+
 impl StepUnwinder for DwarfSteps<'_> {
     #[inline]
     fn step<R: ReadStack + ?Sized>(&mut self, read: &mut R) -> Step {
         let Some(address) = self.next else {
             return Step::End;
         };
-        let old_sp = self.regs.sp();
-        let old_bp = self.regs.bp();
+        let old_sp = self.regs.sp;
+        let old_bp = self.regs.bp;
         // framehop reads the return address at `new_sp - 8`; with a zero offset rule and a
         // tiny stack pointer that would wrap. No real stack lives there.
         if old_sp < 8 {
             return Step::Failed(StepError::Read(old_sp));
         }
-        let rule =
-            self.cache
-                .rules
-                .rule(self.unwinder, &mut self.cache.framehop, self.table, address);
+        let rule = self
+            .cache
+            .rules
+            .lookup(self.unwinder, &mut self.cache.framehop, address);
         let is_first = !address.is_return_address();
         let result = match exec(rule, is_first, &mut self.regs, read) {
             Exec::Frame(ra) => Ok(Some(ra)),
             Exec::End => Ok(None),
             Exec::Read(a) => Err(framehop::Error::CouldNotReadStack(a)),
-            Exec::Framehop => self.unwinder.unwind_frame(
-                address,
-                &mut self.regs,
-                &mut self.cache.framehop,
-                &mut |a| read.read_word(a),
-            ),
+            Exec::Framehop => {
+                let (result, regs) = framehop_step(
+                    self.unwinder,
+                    &mut self.cache.framehop,
+                    address,
+                    self.regs,
+                    read,
+                );
+                self.regs = regs;
+                result
+            }
         };
         match result {
             Ok(Some(ra)) => {
-                let sp = self.regs.sp();
+                let sp = self.regs.sp;
                 if sp <= old_sp {
                     self.next = None;
                     return Step::Failed(StepError::NotIncreasing {

@@ -61,6 +61,32 @@ const EMPTY: Slot = Slot {
     rule: Rule::Framehop,
 };
 
+/// The three registers a learned rule reads and writes, as plain values
+/// (framehop's `UnwindRegsX86_64` is an array of sixteen, which a walk
+/// would keep in memory).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct StepRegs {
+    pub(crate) ip: u64,
+    pub(crate) sp: u64,
+    pub(crate) bp: u64,
+}
+
+impl StepRegs {
+    #[inline(always)]
+    pub(crate) fn framehop(self) -> UnwindRegsX86_64 {
+        UnwindRegsX86_64::new(self.ip, self.sp, self.bp)
+    }
+
+    #[inline(always)]
+    pub(crate) fn from_framehop(r: &UnwindRegsX86_64) -> Self {
+        StepRegs {
+            ip: r.ip(),
+            sp: r.sp(),
+            bp: r.bp(),
+        }
+    }
+}
+
 /// The outcome of executing a rule, as framehop would report it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Exec {
@@ -81,6 +107,8 @@ pub(crate) enum Exec {
 /// growth costs less than the learning that led to it.
 pub(crate) struct RuleCache {
     slots: Vec<Slot>,
+    /// `64 - log2(slots.len())`: the index is the key's hash shifted by it.
+    shift: u32,
     /// The module table the rules were learned on: another empties the cache.
     table: u64,
     learned: usize,
@@ -90,6 +118,7 @@ impl RuleCache {
     pub(crate) fn new() -> Self {
         RuleCache {
             slots: vec![EMPTY; MIN_SLOTS],
+            shift: Self::shift_for(MIN_SLOTS),
             table: 0,
             learned: 0,
         }
@@ -105,13 +134,22 @@ impl RuleCache {
         (address.address_for_lookup() << 1) | u64::from(!address.is_return_address())
     }
 
+    fn shift_for(slots: usize) -> u32 {
+        64 - slots.trailing_zeros()
+    }
+
+    #[inline(always)]
+    fn hash_index(key: u64, shift: u32) -> usize {
+        (key.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> shift) as usize
+    }
+
     #[inline]
     fn index(key: u64, slots: usize) -> usize {
-        (key.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> (64 - slots.trailing_zeros())) as usize
+        Self::hash_index(key, Self::shift_for(slots))
     }
 
     /// The rule for `address` in module table `table`, learned on a miss.
-    #[inline]
+    #[cfg(test)]
     pub(crate) fn rule(
         &mut self,
         unwinder: &DwarfUnwinder,
@@ -119,14 +157,39 @@ impl RuleCache {
         table: u64,
         address: FrameAddress,
     ) -> Rule {
+        self.use_table(table);
+        self.lookup(unwinder, framehop, address)
+    }
+
+    /// Makes `table` the module table of the next lookups: another than the
+    /// one the rules were learned on empties the cache. A walk calls it once,
+    /// then [`RuleCache::lookup`] for each step.
+    #[inline]
+    pub(crate) fn use_table(&mut self, table: u64) {
+        if self.table != table {
+            self.slots.fill(EMPTY);
+            self.table = table;
+            self.learned = 0;
+        }
+    }
+
+    /// The rule for `address` in the table of the last [`RuleCache::use_table`],
+    /// learned on a miss.
+    #[inline(always)]
+    pub(crate) fn lookup(
+        &mut self,
+        unwinder: &DwarfUnwinder,
+        framehop: &mut DwarfCache,
+        address: FrameAddress,
+    ) -> Rule {
         let key = Self::key(address);
-        let i = Self::index(key, self.slots.len());
+        let i = Self::hash_index(key, self.shift);
         if let Some(s) = self.slots.get(i) {
-            if s.key == key && self.table == table {
+            if s.key == key {
                 return s.rule;
             }
         }
-        self.miss(unwinder, framehop, table, key, i, address)
+        self.miss(unwinder, framehop, key, i, address)
     }
 
     #[cold]
@@ -135,16 +198,10 @@ impl RuleCache {
         &mut self,
         unwinder: &DwarfUnwinder,
         framehop: &mut DwarfCache,
-        table: u64,
         key: u64,
         i: usize,
         address: FrameAddress,
     ) -> Rule {
-        if self.table != table {
-            self.slots.fill(EMPTY);
-            self.table = table;
-            self.learned = 0;
-        }
         let rule = learn(unwinder, framehop, address);
         self.learned += 1;
         if let Some(s) = self.slots.get_mut(i) {
@@ -179,6 +236,7 @@ impl RuleCache {
             }
         }
         self.slots = slots;
+        self.shift = Self::shift_for(n);
         self.learned = 0;
     }
 }
@@ -262,10 +320,10 @@ fn learn(unwinder: &DwarfUnwinder, framehop: &mut DwarfCache, address: FrameAddr
 pub(crate) fn exec<R: ReadStack + ?Sized>(
     rule: Rule,
     is_first_frame: bool,
-    regs: &mut UnwindRegsX86_64,
+    regs: &mut StepRegs,
     read: &mut R,
 ) -> Exec {
-    let (sp, bp) = (regs.sp(), regs.bp());
+    let (sp, bp) = (regs.sp, regs.bp);
     let (new_sp, new_bp) = match rule {
         Rule::Framehop => return Exec::Framehop,
         Rule::End => return Exec::End,
@@ -318,13 +376,13 @@ pub(crate) fn exec<R: ReadStack + ?Sized>(
     if ra == 0 {
         return Exec::End;
     }
-    if new_sp == sp && ra == regs.ip() {
+    if new_sp == sp && ra == regs.ip {
         // framehop's DidNotAdvance: let it report that.
         return Exec::Framehop;
     }
-    regs.set_ip(ra);
-    regs.set_sp(new_sp);
-    regs.set_bp(new_bp);
+    regs.ip = ra;
+    regs.sp = new_sp;
+    regs.bp = new_bp;
     Exec::Frame(ra)
 }
 
@@ -417,8 +475,12 @@ mod tests {
                         _ => sp + 8 * ((pc + k) % 200),
                     };
                     let mut read = |a: u64| if a % 8 == 4 { Err(()) } else { Ok(word(a)) };
-                    let mut a = UnwindRegsX86_64::new(address.address(), sp, bp);
-                    let mut b = a;
+                    let mut a = StepRegs {
+                        ip: address.address(),
+                        sp,
+                        bp,
+                    };
+                    let mut b = a.framehop();
                     let got = exec(rule, first, &mut a, &mut read);
                     let want = unwinder.unwind_frame(address, &mut b, &mut reference, &mut read);
                     compared += 1;
@@ -426,7 +488,7 @@ mod tests {
                         (Exec::Framehop, _) => {}
                         (Exec::Frame(x), Ok(Some(y))) => {
                             assert_eq!(x, y, "{pc:#x} {rule:?}");
-                            assert_eq!((a.sp(), a.bp(), a.ip()), (b.sp(), b.bp(), b.ip()));
+                            assert_eq!((a.sp, a.bp, a.ip), (b.sp(), b.bp(), b.ip()));
                         }
                         (Exec::End, Ok(None)) => {}
                         (Exec::Read(x), Err(framehop::Error::CouldNotReadStack(y))) => {
