@@ -197,25 +197,34 @@ impl Slot {
     /// Only called with the reentrancy guard held, so never re-entered on
     /// this thread while the returned reference is alive.
     #[allow(clippy::mut_from_ref)]
+    #[inline]
     pub fn get(&self, cfg: &Config) -> &mut ThreadState {
         let mut p = self.0.get();
         if p.is_null() {
-            // pthread_getattr_np, pthread_key_create and pthread_setspecific
-            // allocate through the exported functions: hidden.
-            p = crate::guard::hidden(|| {
-                let p = Box::into_raw(Box::new(ThreadState::new(cfg)));
-                if let Some(k) = KEY.get() {
-                    // SAFETY: a valid key; the value is our own pointer.
-                    unsafe { libc::pthread_setspecific(k, p.cast()) };
-                }
-                p
-            });
-            self.0.set(p);
+            p = self.create(cfg);
         }
         // SAFETY: the pointer is this thread's own live state (set above or
         // earlier on this thread, cleared before it is freed) and the
         // reentrancy guard ensures a single live reference at a time.
         unsafe { &mut *p }
+    }
+
+    /// The thread's first event: its state made and kept in the slot.
+    #[cold]
+    #[inline(never)]
+    fn create(&self, cfg: &Config) -> *mut ThreadState {
+        // pthread_getattr_np, pthread_key_create and pthread_setspecific
+        // allocate through the exported functions: hidden.
+        let p = crate::guard::hidden(|| {
+            let p = Box::into_raw(Box::new(ThreadState::new(cfg)));
+            if let Some(k) = KEY.get() {
+                // SAFETY: a valid key; the value is our own pointer.
+                unsafe { libc::pthread_setspecific(k, p.cast()) };
+            }
+            p
+        });
+        self.0.set(p);
+        p
     }
 
     /// The thread's own stack, if its state exists.

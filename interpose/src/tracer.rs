@@ -123,7 +123,20 @@ fn now_unix_ns() -> u64 {
 
 /// The tracer, initialised on first use. `None` when tracing is off
 /// (finished, disabled, or another thread is initialising).
+#[inline]
 pub fn get(g: &Guard) -> Option<&'static Tracer> {
+    if STATE.load(Ordering::Acquire) == READY {
+        // SAFETY: set once before READY is published, never freed.
+        return unsafe { TRACER.load(Ordering::Acquire).as_ref() };
+    }
+    get_slow(g)
+}
+
+/// [`get`] before the tracer is ready: start it, or wait for the thread
+/// that does.
+#[cold]
+#[inline(never)]
+fn get_slow(g: &Guard) -> Option<&'static Tracer> {
     // Start-up calls into libc and the loader: hidden (see `guard.rs`).
     loop {
         match STATE.load(Ordering::Acquire) {
