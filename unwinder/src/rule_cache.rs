@@ -27,6 +27,7 @@ const MAX_SLOTS: usize = 4096;
 
 /// How the caller's frame pointer is found.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u8)]
 pub(crate) enum Bp {
     /// Unchanged.
     Keep,
@@ -34,8 +35,10 @@ pub(crate) enum Bp {
     AtSp(i16),
 }
 
-/// One learned step.
+/// One learned step. Its tag is a byte of its own (`repr(u8)`), so a step
+/// dispatches on one byte load rather than on a tag folded into the payload.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u8)]
 pub(crate) enum Rule {
     /// The stack ends here.
     End,
