@@ -775,6 +775,14 @@ fn convert(t: &Tracer, bytes: &[u8], report: &Path, announce: bool) {
     if t.dest.make_dir {
         // `WMHCCT_OUT=dir/`: made now (an error shows in the write below).
         let _ = std::fs::create_dir_all(&t.dest.dir);
+    } else if !stream {
+        // A report path whose directory is missing gets it, as the spill
+        // directory beside it does (an error shows in the write below).
+        // Until 2026-11-27 a job that ended normally lost its report there,
+        // while one with a rank that left wrote its spill files.
+        if let Some(dir) = report.parent().filter(|d| !d.as_os_str().is_empty()) {
+            let _ = std::fs::create_dir_all(dir);
+        }
     }
     // A profile of that name is another process's, converting into the
     // same report at the same time (two programs with one `WMHCCT_OUT`),

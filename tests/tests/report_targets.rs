@@ -209,6 +209,12 @@ fn a_directory_takes_default_names_a_link_is_written_through_a_socket_is_refused
         );
         assert_pattern_totals(&report_json(&reports[0]), out);
     }
+    // A report path in directories not there yet: they are made, as the
+    // spill directory beside the report is (until 2026-11-27 the report was
+    // lost: "cannot write the profile …: No such file or directory").
+    let o = run("new/deeper/r.h5");
+    assert_pattern_totals(&report_json(&w.join("new/deeper/r.h5")), "new/deeper");
+    assert_clean_stderr(&o, &w.join("new/deeper/r.h5"));
     // A link to a report (relative, to a file not there yet): the link
     // stays and its target gets the report.
     std::os::unix::fs::symlink("runs/kept.h5", w.join("latest.h5")).unwrap();
