@@ -355,7 +355,7 @@ fn write_here(g: &Guard, t: &Tracer, reason: &str) {
                     "; merge them with: wmhcct merge ",
                     &shell_word(&dir),
                     " -o ",
-                    &shell_word(&report),
+                    &shell_word(&merge_output(t, &report)),
                 ]);
             }
         }
@@ -452,6 +452,18 @@ fn announce_report(t: &Tracer, report: &Path) {
 /// How messages name `report`: a stream by the name it was given
 /// (`/dev/stdout`, not the `/proc/<pid>/fd/1` it was resolved to, which
 /// ends with the process).
+/// The report a merge command in a hint should write: the report, or with
+/// a stream as `WMHCCT_OUT` the default name that the spill directory is
+/// beside (a merge into `/dev/null` keeps nothing, and another rank's
+/// `/proc/<pid>/fd/<n>` is gone once the job ends).
+fn merge_output(t: &Tracer, report: &Path) -> PathBuf {
+    if t.dest.stream {
+        t.dest.default_report(std::process::id())
+    } else {
+        shown_report(t, report)
+    }
+}
+
 fn shown_report(t: &Tracer, report: &Path) -> PathBuf {
     match &t.config.out {
         Some(given) if t.dest.is_stream(report) => given.clone(),
@@ -483,7 +495,7 @@ pub fn write_partial_job(t: &Tracer, bytes: &[u8], ranks: u32, size: u32) {
             ": wmhcct merge ",
             &shell_word(&dir),
             " -o ",
-            &shell_word(&shown_report(t, &report)),
+            &shell_word(&merge_output(t, &report)),
         ]);
     }
 }
@@ -558,7 +570,7 @@ pub fn spill_bytes(t: &Tracer, bytes: &[u8]) {
             "; merge with: wmhcct merge ",
             &shell_word(&dir),
             " -o ",
-            &shell_word(&shown_report(t, &report)),
+            &shell_word(&merge_output(t, &report)),
         ]);
     }
 }

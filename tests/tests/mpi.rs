@@ -109,6 +109,37 @@ fn abort_leaves_mergeable_spill_files() {
     assert!(a["count"].as_u64().unwrap() >= K);
 }
 
+/// The same into a stream (`WMHCCT_OUT=/dev/null`): each rank spills beside
+/// its own default name, and the merge command its line gives writes a
+/// file there, which works. Until 2026-11-27 the lines said `-o /dev/null`,
+/// or rank 0's `/proc/<pid>/fd/100`, gone once the job ended.
+#[test]
+fn abort_into_a_stream_gives_merge_commands_that_write_files() {
+    let work = workdir("abort-stream");
+    let dir = work.path.clone();
+    let exe = mpi_compile("mpicc", "mpi_pattern.c", &dir, &[]);
+    let run = traced(&exe, &["100", "abort"], &dir, Path::new("/dev/null"), &[]);
+    assert_ne!(run.code, 0);
+    let hints: Vec<&str> = run
+        .stderr
+        .lines()
+        .filter_map(|l| l.split_once("merge with: ").map(|(_, c)| c))
+        .collect();
+    assert!(!hints.is_empty(), "{}", run.describe());
+    for hint in hints {
+        let words: Vec<&str> = hint.split_whitespace().collect();
+        let [_, "merge", spill, "-o", out] = words[..] else {
+            panic!("{hint}")
+        };
+        assert!(
+            !out.starts_with("/dev/") && !out.starts_with("/proc/"),
+            "{hint}"
+        );
+        merge(Path::new(spill), Path::new(out), &dir);
+        assert!(report_json(Path::new(out))["ranks"].as_u64().unwrap() >= 1);
+    }
+}
+
 /// Several launches in one Slurm job (a batch script with two `srun` or
 /// `mpirun` lines), without `WMHCCT_OUT`: the first writes the job's
 /// report, `wmhcct-<job>.h5`; a later one whose name an earlier launch took
