@@ -384,13 +384,13 @@ fn report_and_export_by_each_key() {
         (header, names)
     };
     let (h, n) = listed("count");
-    assert_eq!(h, "top 4 of 4 contexts by count:");
+    assert_eq!(h, "top 4 of 4 hot contexts by count:");
     assert_eq!(
         n,
         ["sk_many_small", "sk_churn", "sk_peak_holder", "sk_leaker"]
     );
     let (h, n) = listed("bytes");
-    assert_eq!(h, "top 4 of 4 contexts by bytes allocated:");
+    assert_eq!(h, "top 4 of 4 hot contexts by bytes allocated:");
     assert_eq!(
         n,
         ["sk_churn", "sk_peak_holder", "sk_many_small", "sk_leaker"]
@@ -398,13 +398,13 @@ fn report_and_export_by_each_key() {
     let (h, n) = listed("leaked");
     assert_eq!(
         h,
-        "top 1 of 1 contexts that leaked (of 4), by bytes leaked:"
+        "top 1 of 1 hot contexts that leaked (of 4), by bytes leaked:"
     );
     assert_eq!(n, ["sk_leaker"]);
     let (h, n) = listed("peak");
     assert_eq!(
         h,
-        "top 1 of 1 contexts with bytes live at the heap's peak (of 4), by those bytes:"
+        "top 1 of 1 hot contexts with bytes live at the heap's peak (of 4), by those bytes:"
     );
     assert_eq!(n, ["sk_peak_holder"]);
     // JSON: every context, in the key's order.

@@ -232,9 +232,12 @@ pub fn render(
         .filter(|c| !(skip_mpi_own && c.inside_mpi.is_some()))
         .collect();
     let sites = (group != Group::Context).then(|| sites::of(listed.iter().copied(), group, by));
+    // Outside exact mode the list holds the hot contexts only, those above
+    // the hotness threshold (the header's `config` line gives φ).
     let (what, n) = match &sites {
         Some(v) => (sites::noun(group), v.len()),
-        None => ("contexts", listed.len()),
+        None if p.config.exact => ("contexts", listed.len()),
+        None => ("hot contexts", listed.len()),
     };
     let shown = n.min(top);
     let of_all = match &sites {

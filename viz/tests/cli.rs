@@ -375,7 +375,7 @@ fn text_report_is_readable() {
         "peak 640 B",
         "malloc",
         "accuracy 90.00%",
-        "top 3 of 3 contexts",
+        "top 3 of 3 hot contexts",
         "#1 malloc  count 100 (±1)",
         "untraced",
     ] {
