@@ -1,6 +1,8 @@
 //! A short name for a context: its innermost *meaningful* function (not an
 //! allocator wrapper, C++ allocator internals or the C library) and module.
 
+use std::collections::HashMap;
+
 use crate::contexts::StackFrame;
 
 /// Function names (before any argument list) that only pass an allocation on.
@@ -132,6 +134,8 @@ struct Parts {
     /// The innermost frames where the stack differs from other contexts'
     /// whose labels are alike at every other level (`??@0xcd3d3`).
     differs: Vec<String>,
+    /// The level of the details its label has.
+    shown: usize,
 }
 
 impl Parts {
@@ -156,6 +160,7 @@ impl Parts {
             caller,
             address: pick.map(|k| st[k].address),
             differs: Vec::new(),
+            shown: 0,
         }
     }
 
@@ -164,6 +169,12 @@ impl Parts {
     /// caller's line; 4: instead of that, the return address; 5: and the
     /// frame where the stacks differ).
     fn render(&self, level: usize) -> String {
+        // The frames where stacks differ come on top of the details the
+        // label had (a caller's line that told it from others stays).
+        let (level, differs) = match level {
+            LEVELS.. => (self.shown, true),
+            l => (l, false),
+        };
         let mut f = self.function.clone();
         if level >= 1 {
             if let Some(l) = &self.line {
@@ -187,7 +198,7 @@ impl Parts {
                 }
             }
         }
-        if level >= 5 && !self.differs.is_empty() {
+        if differs && !self.differs.is_empty() {
             f += &format!(" [{}]", self.differs.join(" … "));
         }
         join(&f, &self.module)
@@ -210,23 +221,19 @@ const LEVELS: usize = 5;
 /// Shortened to `max` characters keeping the part that tells them apart.
 pub fn distinct_labels(contexts: &[(&[StackFrame], &str)], max: usize) -> Vec<String> {
     let mut parts: Vec<Parts> = contexts.iter().map(|(st, k)| Parts::of(st, k)).collect();
-    let n = parts.len();
     // Each context's label gets the next level's details while it collides
-    // with another's.
+    // with another's; the caller's line and the address only where they
+    // differ within the labels alike. Each label is rendered once per level.
     let mut labels: Vec<String> = parts.iter().map(|p| p.render(0)).collect();
     for next in 1..LEVELS {
-        let raise: Vec<usize> = (0..n)
-            .filter(|&i| (0..n).any(|j| j != i && labels[j] == labels[i]))
-            // The caller's line and the address only where they differ.
-            .filter(|&i| {
-                next < 3
-                    || (0..n).any(|j| {
-                        labels[j] == labels[i] && parts[j].render(next) != parts[i].render(next)
-                    })
-            })
-            .collect();
-        for &i in &raise {
-            labels[i] = parts[i].render(next);
+        for group in alike(&labels) {
+            let raised: Vec<String> = group.iter().map(|&i| parts[i].render(next)).collect();
+            if next < 3 || raised.iter().any(|r| *r != raised[0]) {
+                for (&i, r) in group.iter().zip(raised) {
+                    labels[i] = r;
+                    parts[i].shown = next;
+                }
+            }
         }
     }
     // Still alike: stacks that differ only in frames no level shows (a
@@ -235,30 +242,31 @@ pub fn distinct_labels(contexts: &[(&[StackFrame], &str)], max: usize) -> Vec<St
     // from those of the labels still alike; stacks alike up to a frame
     // differ deeper in the next round.
     for _ in 0..MAX_DIFFERING_FRAMES {
-        let alike: Vec<Vec<usize>> = (0..n)
-            .map(|i| {
-                (0..n)
-                    .filter(|&j| j != i && labels[j] == labels[i])
-                    .collect()
-            })
-            .collect();
-        if alike.iter().all(Vec::is_empty) {
+        let groups = alike(&labels);
+        if groups.is_empty() {
             break;
         }
-        for (i, others) in alike.iter().enumerate() {
-            let st = contexts[i].0;
-            let k = others
-                .iter()
-                .map(|&j| same_frames(st, contexts[j].0))
-                .filter(|&k| k < st.len())
-                .max();
-            if let Some(k) = k {
-                let fr = &st[k];
-                let name = match fr.function.as_str() {
-                    "" | "??" => "??".to_string(),
-                    f => strip_args(f),
-                };
-                parts[i].differs.push(name + &site(fr));
+        for group in groups {
+            let mut told = Vec::new();
+            for &i in &group {
+                let st = contexts[i].0;
+                let k = group
+                    .iter()
+                    .filter(|&&j| j != i)
+                    .map(|&j| same_frames(st, contexts[j].0))
+                    .filter(|&k| k < st.len())
+                    .max();
+                if let Some(k) = k {
+                    let fr = &st[k];
+                    let name = match fr.function.as_str() {
+                        "" | "??" => "??".to_string(),
+                        f => strip_args(f),
+                    };
+                    parts[i].differs.push(name + &site(fr));
+                    told.push(i);
+                }
+            }
+            for i in told {
                 labels[i] = parts[i].render(LEVELS);
             }
         }
@@ -270,19 +278,45 @@ pub fn distinct_labels(contexts: &[(&[StackFrame], &str)], max: usize) -> Vec<St
 /// would shorten alike, the part around their first difference is kept
 /// (`very_long_name…<float>::solve (app)`).
 fn shorten_apart(full: &[String], max: usize) -> Vec<String> {
-    let short: Vec<String> = full.iter().map(|s| ellipsize(s, max)).collect();
-    (0..full.len())
-        .map(|i| {
-            let differences: Vec<usize> = (0..full.len())
-                .filter(|&j| short[j] == short[i] && full[j] != full[i])
-                .map(|j| common_prefix(&full[i], &full[j]))
-                .collect();
-            match (differences.iter().min(), differences.iter().max()) {
-                (Some(&lo), Some(&hi)) => around(&full[i], lo, hi, max),
-                _ => short[i].clone(),
+    let mut out: Vec<String> = full.iter().map(|s| ellipsize(s, max)).collect();
+    // Per label, the labels it must read apart from: those it shortened
+    // alike with, then those its window made it read alike with.
+    let mut rivals: Vec<Vec<usize>> = vec![Vec::new(); full.len()];
+    for _ in 0..3 {
+        let groups = alike(&out);
+        if groups.is_empty() {
+            break;
+        }
+        for group in &groups {
+            for &i in group {
+                rivals[i].extend(group.iter().filter(|&&j| full[j] != full[i]));
             }
-        })
-        .collect()
+        }
+        for group in groups {
+            for i in group {
+                let differences: Vec<usize> = rivals[i]
+                    .iter()
+                    .map(|&j| common_prefix(&full[i], &full[j]))
+                    .collect();
+                if let (Some(&lo), Some(&hi)) = (differences.iter().min(), differences.iter().max())
+                {
+                    out[i] = around(&full[i], lo, hi, max);
+                }
+            }
+        }
+    }
+    out
+}
+
+/// The indices of the labels that read alike, in groups of two or more.
+fn alike(labels: &[String]) -> Vec<Vec<usize>> {
+    let mut by_label: HashMap<&str, Vec<usize>> = HashMap::new();
+    for (i, l) in labels.iter().enumerate() {
+        by_label.entry(l.as_str()).or_default().push(i);
+    }
+    let mut groups: Vec<Vec<usize>> = by_label.into_values().filter(|g| g.len() > 1).collect();
+    groups.sort_unstable();
+    groups
 }
 
 /// Frames two stacks (innermost first) start with alike.
@@ -297,30 +331,45 @@ fn common_prefix(a: &str, b: &str) -> usize {
 
 /// `s` in `max` characters: its start, `…`, and a window from a little
 /// before character `lo` through character `hi` (the first and the last of
-/// the places where it differs from labels that shorten alike), or from a
-/// little before `hi` where both do not fit; to its end, if that fits.
+/// the places where it differs from labels that shorten alike); where both
+/// do not fit in one, a window at each (`physics::so…scheme<double>::…_stage<1>
+/// (app)`); to its end, if that fits.
 fn around(s: &str, lo: usize, hi: usize, max: usize) -> String {
     let c: Vec<char> = s.chars().collect();
     if c.len() <= max || max < 8 {
         return ellipsize(s, max);
     }
     let head = max / 3;
-    // The window, and room for a `…` after it.
+    // What follows the head and its `…`: a window to the end, or one cut
+    // with a `…` of its own.
     let budget = max - head - 1;
-    let span = hi.saturating_sub(lo);
-    let start = if span + 2 <= budget {
-        lo.saturating_sub((budget / 4).min(budget - 2 - span))
-    } else {
-        hi.saturating_sub(budget / 4)
-    }
-    .max(head);
     let mut out: String = c[..head].iter().collect();
     out.push('…');
-    if start + budget >= c.len() {
-        out.extend(&c[c.len() - budget..]);
+    // From `start`, `room` characters (the last a `…` unless they reach the
+    // end, then the last `room` from `floor` on).
+    let window = |out: &mut String, start: usize, room: usize, floor: usize| {
+        if start + room >= c.len() {
+            out.extend(&c[c.len().saturating_sub(room).max(floor)..]);
+        } else {
+            out.extend(&c[start..start + room - 1]);
+            out.push('…');
+        }
+    };
+    let span = hi.saturating_sub(lo);
+    if span + 2 <= budget {
+        let start = lo
+            .saturating_sub((budget / 4).min(budget - 2 - span))
+            .max(head);
+        window(&mut out, start, budget, head);
     } else {
-        out.extend(&c[start..start + budget - 1]);
+        // Two windows: the first place's, cut with a `…`, then the last's.
+        let first = (budget - 2) / 2;
+        let start = lo.saturating_sub(3).max(head);
+        let end = (start + first).min(c.len());
+        out.extend(&c[start..end]);
         out.push('…');
+        let room = budget - (end - start) - 1;
+        window(&mut out, hi.saturating_sub(3).max(end), room, end);
     }
     out
 }
@@ -638,6 +687,61 @@ mod tests {
     }
 
     #[test]
+    fn a_callers_line_that_told_labels_apart_stays_with_the_differing_frames() {
+        let at = |function: &str, line: u32| StackFrame {
+            line,
+            ..f(function, "/app")
+        };
+        let unnamed = |a: u64| StackFrame {
+            address: a,
+            ..f("??", "/app")
+        };
+        // Two calls from main:19 that differ only in an unnamed frame under
+        // the wrapper, and one from main:20.
+        let a = [unnamed(0x10), at("site", 9), at("main", 19)];
+        let b = [unnamed(0x20), at("site", 9), at("main", 19)];
+        let c = [unnamed(0x10), at("site", 9), at("main", 20)];
+        assert_eq!(
+            distinct_labels(&[(&a, "malloc"), (&b, "malloc"), (&c, "malloc")], 80),
+            [
+                "site:9 ← main:19 [??@0x10] (app)",
+                "site:9 ← main:19 [??@0x20] (app)",
+                "site:9 ← main:20 (app)"
+            ]
+        );
+    }
+
+    #[test]
+    fn labels_differing_in_two_far_places_keep_both() {
+        let mk = |t: &str, n: &str| {
+            [StackFrame {
+                line: 5,
+                ..f(
+                    &format!(
+                        "physics::solvers::implicit_scheme<{t}>::assemble_block_matrix_for_stage<{n}>"
+                    ),
+                    "/app",
+                )
+            }]
+        };
+        let v = [
+            mk("double", "1"),
+            mk("float", "1"),
+            mk("double", "2"),
+            mk("float", "2"),
+        ];
+        let got = distinct_labels(
+            &v.iter().map(|s| (&s[..], "malloc")).collect::<Vec<_>>(),
+            48,
+        );
+        let mut unique = got.clone();
+        unique.sort();
+        unique.dedup();
+        assert_eq!(unique.len(), 4, "{got:#?}");
+        assert!(got.iter().all(|l| l.chars().count() <= 48), "{got:#?}");
+    }
+
+    #[test]
     fn around_keeps_the_difference() {
         let s = "abcdefghijklmnopqrstuvwxyz0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZ";
         // A difference near the end: the end is kept.
@@ -651,9 +755,33 @@ mod tests {
         // Two places that fit in one window: both kept.
         let t = around(s, 30, 45, 30);
         assert!(t.contains('4') && t.contains('J'), "{t}");
-        // Too far apart: the later.
+        // Too far apart: a window at each.
         let t = around(s, 12, 50, 30);
-        assert!(t.contains('O') && !t.contains('m'), "{t}");
+        assert_eq!(t.chars().count(), 30, "{t}");
+        assert!(t.contains('m') && t.contains('O'), "{t}");
+        // Any places, any lengths: never longer than asked.
+        let alpha: Vec<char> = "ab×←…éz".chars().collect();
+        let mut x: u64 = 12345;
+        let mut rnd = || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        for _ in 0..20000 {
+            let len = (rnd() % 90) as usize;
+            let s: String = (0..len)
+                .map(|_| alpha[(rnd() % alpha.len() as u64) as usize])
+                .collect();
+            let max = (rnd() % 70) as usize;
+            let lo = (rnd() % (len as u64 + 1)) as usize;
+            let hi = lo + (rnd() % ((len - lo) as u64 + 1)) as usize;
+            let t = around(&s, lo, hi, max);
+            assert!(
+                t.chars().count() <= max.max(1),
+                "{s:?} {lo} {hi} {max} -> {t:?}"
+            );
+        }
     }
 
     #[test]

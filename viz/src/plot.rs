@@ -197,6 +197,13 @@ pub fn run(args: &PlotArgs) -> Result<()> {
     for s in &skipped {
         listing += &format!("skipped {s}\n");
     }
+    if args.top > crate::plot_contexts::MAX_BARS {
+        listing += &format!(
+            "contexts plot: at most the {} hottest drawn; the page's text report lists --top {}\n",
+            crate::plot_contexts::MAX_BARS,
+            args.top
+        );
+    }
     crate::output::emit(&listing, None)
 }
 

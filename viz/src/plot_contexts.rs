@@ -21,6 +21,11 @@ const LABEL_CHARS: usize = 48;
 /// Pixels per bar, at least.
 const ROW_PX: u32 = 22;
 
+/// Bars at most in each chart, whatever `--top` (which the page's text
+/// report follows): 100 bars make a picture 4660 pixels tall, and labels
+/// made distinct among thousands cost time and say little.
+pub const MAX_BARS: usize = 100;
+
 impl Plot for Contexts {
     fn name(&self) -> &'static str {
         "contexts"
@@ -28,7 +33,7 @@ impl Plot for Contexts {
 
     /// Taller than the others when `--top` asks for more bars than fit.
     fn size(&self, d: &Data) -> (u32, u32) {
-        let rows = d.top.min(d.contexts.contexts.len()) as u32;
+        let rows = d.top.min(MAX_BARS).min(d.contexts.contexts.len()) as u32;
         // Each half: its bars, the axis and its margins; and the title.
         let height = 2 * (rows * ROW_PX + 110) + 40;
         (SIZE.0, SIZE.1.max(height))
@@ -52,10 +57,10 @@ impl Plot for Contexts {
         let (top, bottom) = area.split_vertically(area.dim_in_pixel().1 / 2);
         let mut by_bytes: Vec<&Context> = d.contexts.contexts.iter().collect();
         by_bytes.sort_by(|a, b| b.bytes.cmp(&a.bytes).then(b.count.cmp(&a.count)));
-        by_bytes.truncate(d.top);
+        by_bytes.truncate(d.top.min(MAX_BARS));
         let mut by_count: Vec<&Context> = d.contexts.contexts.iter().collect();
         by_count.sort_by(|a, b| b.count.cmp(&a.count).then(b.bytes.cmp(&a.bytes)));
-        by_count.truncate(d.top);
+        by_count.truncate(d.top.min(MAX_BARS));
         let (bytes_out, calls_out) = &d.mpi_left_out;
         let left_out = |what: String| {
             format!("; not shown: the MPI library's own, {what} inside MPI calls (--mpi-internal)")
