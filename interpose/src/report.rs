@@ -787,12 +787,19 @@ fn convert(t: &Tracer, bytes: &[u8], report: &Path, announce: bool) {
     if t.dest.make_dir {
         // `WMHCCT_OUT=dir/`: made now (an error shows in the write below).
         let _ = std::fs::create_dir_all(&t.dest.dir);
-    } else if !stream {
+    } else if !stream && !t.descendant.load(Ordering::Acquire) {
         // A report path whose directory is missing gets it, as the spill
         // directory beside it does (an error shows in the write below).
         // Until 2026-11-27 a job that ended normally lost its report there,
-        // while one with a rank that left wrote its spill files.
-        if let Some(dir) = report.parent().filter(|d| !d.as_os_str().is_empty()) {
+        // while one with a rank that left wrote its spill files. Not for a
+        // traced program's descendants (a relative `WMHCCT_OUT` is theirs
+        // from their own working directory, where it would scatter
+        // directories through a build tree), nor through `..` (a typo's
+        // directory would be made, and left empty).
+        let up = report
+            .components()
+            .any(|c| c == std::path::Component::ParentDir);
+        if let Some(dir) = report.parent().filter(|d| !d.as_os_str().is_empty() && !up) {
             let _ = std::fs::create_dir_all(dir);
         }
     }

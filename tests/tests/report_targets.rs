@@ -215,6 +215,23 @@ fn a_directory_takes_default_names_a_link_is_written_through_a_socket_is_refused
     let o = run("new/deeper/r.h5");
     assert_pattern_totals(&report_json(&w.join("new/deeper/r.h5")), "new/deeper");
     assert_clean_stderr(&o, &w.join("new/deeper/r.h5"));
+    // Not through `..` (a typo's directory, left empty), nor for a
+    // descendant, which reads a relative path from its own directory: a
+    // shell that starts the program in `sub` gets `rel/`, the program no
+    // `sub/rel/` (it says it cannot write there).
+    let o = run("typo/../up.h5");
+    assert!(!w.join("typo").exists(), "{}", o.describe());
+    std::fs::create_dir_all(w.join("sub")).unwrap();
+    let mut c = command(
+        "sh",
+        &["-c", &format!("cd sub && {}; true", exe.display())],
+        &w.path,
+    );
+    c.env("LD_PRELOAD", lib()).env("WMHCCT_OUT", "rel/r.h5");
+    let o = run_cmd(&mut c, TIMEOUT);
+    assert_eq!(o.code, 0, "{}", o.describe());
+    assert!(w.join("rel/r.h5").is_file(), "{}", o.describe());
+    assert!(!w.join("sub/rel").exists(), "{}", o.describe());
     // A link to a report (relative, to a file not there yet): the link
     // stays and its target gets the report.
     std::os::unix::fs::symlink("runs/kept.h5", w.join("latest.h5")).unwrap();
