@@ -290,22 +290,23 @@ impl Hcct {
             if slot != NONE {
                 if let Some(n) = self.tree.get_mut(item) {
                     n.est[w] = n.est[w].saturating_add(wt);
+                    q.add(slot, wt);
                 }
                 continue;
             }
             if wt == 0 {
                 continue;
             }
-            if let Some(s) = q.push(item) {
+            let entering = node.est[w].saturating_add(wt);
+            if let Some(s) = q.push(item, entering) {
                 if let Some(n) = self.tree.get_mut(item) {
-                    n.est[w] = n.est[w].saturating_add(wt);
+                    n.est[w] = entering;
                     n.slot[w] = s;
                     n.flags |= F_SEEN[w];
                 }
                 continue;
             }
-            let tree = &self.tree;
-            let Some((s, min)) = q.find_min(|i| tree.est(i, w)) else {
+            let Some((s, min)) = q.find_min() else {
                 continue;
             };
             let victim = q.items().get(s as usize).copied().unwrap_or(NONE);
@@ -405,7 +406,7 @@ impl Hcct {
     /// `w` since it entered the tree: the exact queue minimum when full.
     fn floor(&self, w: usize) -> u64 {
         match &self.queues {
-            Some(q) if q[w].is_full() => q[w].scan_min(|i| self.tree.est(i, w)).unwrap_or(0),
+            Some(q) if q[w].is_full() => q[w].scan_min().unwrap_or(0),
             _ => 0,
         }
     }

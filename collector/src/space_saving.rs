@@ -26,10 +26,26 @@ impl Weight {
     }
 }
 
+/// Slots per block of the queue's lower bounds (see [`LazyQueue`]).
+const BLOCK: usize = 64;
+
 /// A Space-Saving set of at most `capacity` monitored items.
+///
+/// The queue keeps its own copy of every monitored counter (`vals`, in slot
+/// order, updated through [`LazyQueue::add`] and [`LazyQueue::replace`]), so
+/// that a search for the minimum reads one contiguous array instead of one
+/// MCCT node per slot, and a lower bound of the counters of each block of
+/// [`BLOCK`] slots (`lows`), so that it skips every block that cannot hold
+/// the minimum. Counters only grow and a replaced slot gets at least the
+/// minimum it replaces, so a bound stays valid until a scan of its block
+/// tightens it. [`LazyQueue::find_min`] returns exactly what Algorithm 2
+/// returns (the first slot holding the minimum counter), so the summary
+/// does not depend on the bounds.
 #[derive(Clone, Debug)]
 pub struct LazyQueue {
     slots: Vec<u32>,
+    vals: Vec<u64>,
+    lows: Vec<u64>,
     capacity: usize,
     min: u64,
     min_idx: usize,
@@ -39,6 +55,8 @@ impl LazyQueue {
     pub fn new(capacity: usize) -> LazyQueue {
         LazyQueue {
             slots: Vec::new(),
+            vals: Vec::new(),
+            lows: Vec::new(),
             capacity: capacity.max(1),
             min: 0,
             min_idx: 0,
@@ -66,26 +84,53 @@ impl LazyQueue {
         &self.slots
     }
 
-    /// Bytes held by the slot array.
-    pub fn memory_bytes(&self) -> u64 {
-        (self.slots.capacity() * std::mem::size_of::<u32>()) as u64
+    /// The counter of the item in `slot` (0 for no slot).
+    pub fn value(&self, slot: u32) -> u64 {
+        self.vals.get(slot as usize).copied().unwrap_or(0)
     }
 
-    /// Adds an item while the queue is not full; returns its slot, or `None`
-    /// when full. Items enter with whatever counter they hold. When memory
-    /// for another slot cannot be had (the process exhausted its address
-    /// space) the queue keeps the size it has as its capacity: a coarser
-    /// summary, never an aborted process.
-    pub fn push(&mut self, item: u32) -> Option<u32> {
+    /// Bytes held by the slot, counter and bound arrays.
+    pub fn memory_bytes(&self) -> u64 {
+        (self.slots.capacity() * std::mem::size_of::<u32>()
+            + (self.vals.capacity() + self.lows.capacity()) * std::mem::size_of::<u64>())
+            as u64
+    }
+
+    /// Adds an item with counter `value` while the queue is not full;
+    /// returns its slot, or `None` when full. When memory for another slot
+    /// cannot be had (the process exhausted its address space) the queue
+    /// keeps the size it has as its capacity: a coarser summary, never an
+    /// aborted process.
+    pub fn push(&mut self, item: u32, value: u64) -> Option<u32> {
         if self.is_full() {
             return None;
         }
-        if self.slots.len() == self.slots.capacity() && self.slots.try_reserve(1).is_err() {
+        let block = self.slots.len() / BLOCK;
+        // Arrays grow by doubling, but never past the capacity.
+        let more = self
+            .slots
+            .len()
+            .max(8)
+            .min(self.capacity - self.slots.len());
+        if (self.slots.len() == self.slots.capacity()
+            && self.slots.try_reserve_exact(more).is_err())
+            || (self.vals.len() == self.vals.capacity()
+                && self.vals.try_reserve_exact(more).is_err())
+            || (block == self.lows.len()
+                && self.lows.len() == self.lows.capacity()
+                && self.lows.try_reserve(1).is_err())
+        {
             self.capacity = self.slots.len();
             self.min_idx = self.slots.len();
             return None;
         }
         self.slots.push(item);
+        self.vals.push(value);
+        if block == self.lows.len() {
+            self.lows.push(value);
+        } else if let Some(l) = self.lows.get_mut(block) {
+            *l = (*l).min(value);
+        }
         if self.is_full() {
             // Force a rescan on the first find-min.
             self.min_idx = self.slots.len();
@@ -93,32 +138,92 @@ impl LazyQueue {
         Some((self.slots.len() - 1) as u32)
     }
 
-    /// Algorithm 2: the slot holding a minimum counter, with its value.
-    /// `value(item)` reads an item's counter. `None` when empty.
-    pub fn find_min(&mut self, value: impl Fn(u32) -> u64) -> Option<(u32, u64)> {
+    /// Adds `w` to the counter of the item in `slot`.
+    #[inline]
+    pub fn add(&mut self, slot: u32, w: u64) {
+        if let Some(v) = self.vals.get_mut(slot as usize) {
+            *v = v.saturating_add(w);
+        }
+    }
+
+    /// Algorithm 2: the slot holding a minimum counter, with its value (the
+    /// first such slot). `None` when empty.
+    pub fn find_min(&mut self) -> Option<(u32, u64)> {
         if self.slots.is_empty() {
             return None;
         }
-        while self.min_idx < self.slots.len() && value(self.slots[self.min_idx]) != self.min {
-            self.min_idx += 1;
+        if let Some(i) = self.first_equal(self.min_idx, self.min) {
+            self.min_idx = i;
+            return Some((i as u32, self.min));
         }
-        if self.min_idx >= self.slots.len() {
-            let mut best = (0usize, u64::MAX);
-            for (i, &it) in self.slots.iter().enumerate() {
-                let v = value(it);
-                if v < best.1 {
-                    best = (i, v);
-                }
-            }
-            self.min_idx = best.0;
-            self.min = best.1;
-        }
-        Some((self.min_idx as u32, self.min))
+        let (i, m) = self.rescan();
+        self.min_idx = i;
+        self.min = m;
+        Some((i as u32, m))
     }
 
-    /// The exact minimum counter, by a full scan (for snapshots).
-    pub fn scan_min(&self, value: impl Fn(u32) -> u64) -> Option<u64> {
-        self.slots.iter().map(|&it| value(it)).min()
+    /// The first slot from `from` on whose counter is `min`, a value no
+    /// counter is below. Tightens the bound of every block it reads whole.
+    fn first_equal(&mut self, from: usize, min: u64) -> Option<usize> {
+        let n = self.vals.len();
+        let mut i = from;
+        while i < n {
+            let b = i / BLOCK;
+            let end = ((b + 1) * BLOCK).min(n);
+            let low = self.lows.get(b).copied().unwrap_or(0);
+            if low > min {
+                i = end;
+                continue;
+            }
+            let whole = i == b * BLOCK;
+            let vals = self.vals.get(i..end).unwrap_or(&[]);
+            if let Some(k) = vals.iter().position(|&v| v == min) {
+                return Some(i + k);
+            }
+            if whole {
+                // No counter of the block is `min`, all are above it.
+                if let (Some(l), Some(m)) = (self.lows.get_mut(b), vals.iter().min()) {
+                    *l = *m;
+                }
+            }
+            i = end;
+        }
+        None
+    }
+
+    /// The first slot holding the exact minimum counter, with its value
+    /// (the queue is not empty). Reads only the blocks whose bound is below
+    /// the best counter found before them, and makes their bounds exact.
+    fn rescan(&mut self) -> (usize, u64) {
+        let mut best = (0usize, u64::MAX);
+        for (b, low) in self.lows.iter_mut().enumerate() {
+            if *low >= best.1 {
+                continue;
+            }
+            let start = b * BLOCK;
+            let vals = self
+                .vals
+                .get(start..(start + BLOCK).min(self.vals.len()))
+                .unwrap_or(&[]);
+            let mut m = u64::MAX;
+            let mut at = 0;
+            for (k, &v) in vals.iter().enumerate() {
+                if v < m {
+                    m = v;
+                    at = k;
+                }
+            }
+            *low = m;
+            if m < best.1 {
+                best = (start + at, m);
+            }
+        }
+        best
+    }
+
+    /// The exact minimum counter (for snapshots).
+    pub fn scan_min(&self) -> Option<u64> {
+        self.vals.iter().copied().min()
     }
 
     /// Puts `item` into `slot` (the victim's), whose counter is now `new_value`.
@@ -130,6 +235,12 @@ impl LazyQueue {
             return;
         }
         self.slots[s] = item;
+        if let Some(v) = self.vals.get_mut(s) {
+            *v = new_value;
+        }
+        if let Some(l) = self.lows.get_mut(s / BLOCK) {
+            *l = (*l).min(new_value);
+        }
         if new_value < self.min {
             self.min = new_value;
             self.min_idx = s;
@@ -147,19 +258,20 @@ mod tests {
         let mut slot_of = std::collections::HashMap::<u32, u32>::new();
         let mut q = LazyQueue::new(cap);
         for &x in stream {
-            if slot_of.contains_key(&x) {
+            if let Some(&s) = slot_of.get(&x) {
                 *counts.get_mut(&x).unwrap() += 1;
+                q.add(s, 1);
                 continue;
             }
-            if let Some(s) = q.push(x) {
+            if let Some(s) = q.push(x, 1) {
                 slot_of.insert(x, s);
                 counts.insert(x, 1);
                 continue;
             }
-            let (s, m) = q.find_min(|it| counts[&it]).unwrap();
+            let (s, m) = q.find_min().unwrap();
             let victim = q.items()[s as usize];
             assert_eq!(counts[&victim], m);
-            assert_eq!(m, q.scan_min(|it| counts[&it]).unwrap(), "lazy min differs");
+            assert_eq!(m, q.scan_min().unwrap(), "lazy min differs");
             slot_of.remove(&victim);
             counts.remove(&victim);
             counts.insert(x, m + 1);
@@ -185,22 +297,71 @@ mod tests {
         let vals = [5u64, 6, 7];
         let mut q = LazyQueue::new(3);
         for i in 0..3 {
-            q.push(i);
+            q.push(i, vals[i as usize]);
         }
-        assert_eq!(q.find_min(|i| vals[i as usize]), Some((0, 5)));
-        let vals2 = [5u64, 6, 7, 2];
+        assert_eq!(q.find_min(), Some((0, 5)));
         q.replace(1, 3, 2);
-        assert_eq!(q.find_min(|i| vals2[i as usize]), Some((1, 2)));
+        assert_eq!(q.find_min(), Some((1, 2)));
     }
 
     #[test]
     fn empty_and_capacity() {
         let mut q = LazyQueue::new(0);
         assert_eq!(q.capacity(), 1);
-        assert!(q.find_min(|_| 0).is_none());
-        assert_eq!(q.push(9), Some(0));
-        assert_eq!(q.push(10), None);
+        assert!(q.find_min().is_none());
+        assert_eq!(q.push(9, 0), Some(0));
+        assert_eq!(q.push(10, 0), None);
         q.replace(5, 1, 0); // out of range: ignored
         assert_eq!(q.items(), &[9]);
+    }
+
+    /// Weighted Space-Saving on the queue against a shadow array searched
+    /// in full: `find_min` is always the first slot of the exact minimum,
+    /// as Algorithm 2 gives it, whatever the blocks' bounds.
+    #[test]
+    fn find_min_is_first_exact_minimum_under_weights() {
+        for (cap, items, seed) in [
+            (200usize, 2000u32, 1u64),
+            (64, 500, 2),
+            (1000, 30000, 3),
+            (130, 131, 4),
+        ] {
+            let mut q = LazyQueue::new(cap);
+            let mut shadow: Vec<u64> = Vec::new();
+            let mut slot_of = std::collections::HashMap::<u32, u32>::new();
+            let mut rng = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+            let mut next = || {
+                rng ^= rng << 13;
+                rng ^= rng >> 7;
+                rng ^= rng << 17;
+                rng
+            };
+            for _ in 0..200_000 {
+                let r = next();
+                // Skewed items, and weights that are 1 or a spread of sizes.
+                let x = ((r % items as u64) * (r >> 40) % items as u64) as u32;
+                let w = if r & 1 == 0 { 1 } else { 1 + (r >> 20) % 4096 };
+                if let Some(&s) = slot_of.get(&x) {
+                    q.add(s, w);
+                    shadow[s as usize] += w;
+                    continue;
+                }
+                if let Some(s) = q.push(x, w) {
+                    slot_of.insert(x, s);
+                    shadow.push(w);
+                    continue;
+                }
+                let m = *shadow.iter().min().unwrap();
+                let first = shadow.iter().position(|&v| v == m).unwrap();
+                assert_eq!(q.find_min(), Some((first as u32, m)));
+                assert_eq!(q.scan_min(), Some(m));
+                let victim = q.items()[first];
+                slot_of.remove(&victim);
+                slot_of.insert(x, first as u32);
+                q.replace(first as u32, x, m + w);
+                shadow[first] = m + w;
+                assert_eq!(q.value(first as u32), m + w);
+            }
+        }
     }
 }
