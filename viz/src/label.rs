@@ -209,7 +209,7 @@ impl Parts {
 const MAX_DIFFERING_FRAMES: usize = 3;
 
 /// Levels of [`Parts::render`] chosen by what differs in [`Parts`]; the
-/// last, the differing frame, is found per pair.
+/// last, the differing frames, are found between the stacks alike.
 const LEVELS: usize = 5;
 
 /// [`short_label`] for each of several contexts, made distinct where they
@@ -217,8 +217,11 @@ const LEVELS: usize = 5;
 /// frame (`f:88 (module)`, or `f@0x1a2b` without line information), then a
 /// recursion's depth and the next meaningful caller (`f:88 ×3 ← g
 /// (module)`), then the caller's line, then the return address (calls on
-/// one source line), so that a plot does not show two bars under one name.
-/// Shortened to `max` characters keeping the part that tells them apart.
+/// one source line), then up to [`MAX_DIFFERING_FRAMES`] frames where the
+/// stacks differ (`[??@0xcd3d3]`), so that a plot does not show two bars
+/// under one name. Shortened to `max` characters keeping the parts that
+/// tell them apart. Each step works on the groups of labels alike, so a
+/// label costs the size of its group, not of the list.
 pub fn distinct_labels(contexts: &[(&[StackFrame], &str)], max: usize) -> Vec<String> {
     let mut parts: Vec<Parts> = contexts.iter().map(|(st, k)| Parts::of(st, k)).collect();
     // Each context's label gets the next level's details while it collides
