@@ -380,11 +380,11 @@ fn focus_lines(s: &mut String, p: &Profile, list: &ContextList, f: &Focus, end: 
          {} live at {end}",
         sums.contexts,
         sums.count,
-        plus_minus(sums.count_err, sums.count_err.to_string()),
+        over_by(sums.count_err, sums.count_err.to_string()),
         all_count,
         share(sums.count, all_count),
         human_bytes(sums.bytes),
-        plus_minus(sums.bytes_err, human_bytes(sums.bytes_err)),
+        over_by(sums.bytes_err, human_bytes(sums.bytes_err)),
         human_bytes(all_bytes),
         share(sums.bytes, all_bytes),
         human_bytes(sums.leaked_bytes)
@@ -767,12 +767,13 @@ fn max_over_mean(values: impl Iterator<Item = u64>) -> Option<f64> {
     (sum > 0).then(|| max as f64 * n as f64 / sum as f64)
 }
 
-/// ` (±shown)` for a Space-Saving error bound `e` shown as `shown`;
-/// nothing when it is 0 (exact).
-pub fn plus_minus(e: u64, shown: String) -> String {
+/// ` (over by ≤shown)` for a Space-Saving error bound `e` shown as
+/// `shown`; nothing when it is 0 (exact). An estimate is never below the
+/// truth and at most `e` above it: `±` read as a symmetric interval.
+pub fn over_by(e: u64, shown: String) -> String {
     match e {
         0 => String::new(),
-        _ => format!(" (±{shown})"),
+        _ => format!(" (over by ≤{shown})"),
     }
 }
 
@@ -827,9 +828,9 @@ fn context(
         "\n#{rank} {}  count {}{}  bytes {}{}{held}{inside}",
         c.kind,
         c.count,
-        plus_minus(c.count_err, c.count_err.to_string()),
+        over_by(c.count_err, c.count_err.to_string()),
         human_bytes(c.bytes),
-        plus_minus(c.bytes_err, human_bytes(c.bytes_err)),
+        over_by(c.bytes_err, human_bytes(c.bytes_err)),
     );
     if nranks > 1 {
         let _ = writeln!(s, "    {}", per_rank_line(c, nranks));
@@ -1021,7 +1022,7 @@ mod tests {
         context(&mut s, 1, &alloc, 1, &AlikeLines::default(), false);
         assert!(
             s.starts_with(
-                "\n#1 malloc  count 1600 (±3)  bytes 3.1 MiB (±2.0 KiB)  leaked 4.0 KiB  at-peak 0 B\n"
+                "\n#1 malloc  count 1600 (over by ≤3)  bytes 3.1 MiB (over by ≤2.0 KiB)  leaked 4.0 KiB  at-peak 0 B\n"
             ),
             "{s}"
         );

@@ -14,7 +14,7 @@ use serde_json::{json, Value};
 use crate::cli::{Group, SortKey};
 use crate::contexts::{Context, StackFrame};
 use crate::label::{base, ellipsize, join, labelled_frame, strip_args};
-use crate::report_text::{human_bytes, plus_minus};
+use crate::report_text::{human_bytes, over_by};
 use crate::stacks::frame_name;
 use crate::sums::ContextSums;
 
@@ -232,9 +232,9 @@ pub fn write_text(s: &mut String, sites: &[Site], top: usize, phi: Option<f64>) 
             "\n#{} {name}{loc}{module}\n    count {}{}  bytes {}{}  leaked {}  at-peak {}{temporary}  in {} context{}",
             i + 1,
             m.count,
-            plus_minus(m.count_err, m.count_err.to_string()),
+            over_by(m.count_err, m.count_err.to_string()),
             human_bytes(m.bytes),
-            plus_minus(m.bytes_err, human_bytes(m.bytes_err)),
+            over_by(m.bytes_err, human_bytes(m.bytes_err)),
             human_bytes(m.leaked_bytes),
             human_bytes(m.peak_live_bytes),
             m.contexts,

@@ -376,7 +376,7 @@ fn text_report_is_readable() {
         "malloc",
         "accuracy 90.00%",
         "top 3 of 3 hot contexts",
-        "#1 malloc  count 100 (±1)",
+        "#1 malloc  count 100 (over by ≤1)",
         "untraced",
     ] {
         assert!(text.contains(needle), "missing {needle:?} in\n{text}");
