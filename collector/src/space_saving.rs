@@ -85,6 +85,7 @@ impl LazyQueue {
     }
 
     /// The counter of the item in `slot` (0 for no slot).
+    #[cfg(test)]
     pub fn value(&self, slot: u32) -> u64 {
         self.vals.get(slot as usize).copied().unwrap_or(0)
     }

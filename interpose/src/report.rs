@@ -449,9 +449,6 @@ fn announce_report(t: &Tracer, report: &Path) {
     ]);
 }
 
-/// How messages name `report`: a stream by the name it was given
-/// (`/dev/stdout`, not the `/proc/<pid>/fd/1` it was resolved to, which
-/// ends with the process).
 /// The report a merge command in a hint should write: the report, or with
 /// a stream as `WMHCCT_OUT` the default name that the spill directory is
 /// beside (a merge into `/dev/null` keeps nothing, and another rank's
@@ -464,6 +461,9 @@ fn merge_output(t: &Tracer, report: &Path) -> PathBuf {
     }
 }
 
+/// How messages name `report`: a stream by the name it was given
+/// (`/dev/stdout`, not the `/proc/<pid>/fd/1` it was resolved to, which
+/// ends with the process).
 fn shown_report(t: &Tracer, report: &Path) -> PathBuf {
     match &t.config.out {
         Some(given) if t.dest.is_stream(report) => given.clone(),

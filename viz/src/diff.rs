@@ -12,7 +12,6 @@ use serde_json::{json, Value};
 use wmhcct_format::Profile;
 
 use crate::cli::{DiffArgs, Group};
-use crate::contexts::StackFrame;
 use crate::focus::Focus;
 use crate::h5layout::rank_count;
 use crate::input::load;
@@ -105,7 +104,7 @@ fn by_stack(
         if focus.is_some_and(|f| !f.matches(&s.frames)) {
             continue;
         }
-        let innermost: Vec<StackFrame> = s.frames.iter().rev().cloned().collect();
+        let innermost = s.innermost_first();
         let (key, label): (Key, _) = match group {
             Group::Context => {
                 // Not `collect`, which would keep the names' own buffer

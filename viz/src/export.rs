@@ -5,7 +5,7 @@ use std::collections::HashMap;
 use anyhow::{Context as _, Result};
 
 use crate::cli::{ExportArgs, ExportFormat, SortKey};
-use crate::contexts::{contexts, StackFrame};
+use crate::contexts::contexts;
 use crate::input::load;
 use crate::mpi_internal::Owners;
 use crate::stacks::{stacks, Stack};
@@ -62,11 +62,6 @@ pub fn folded(
     out
 }
 
-/// A stack innermost frame first, as the MPI library's recognition reads it.
-fn innermost(s: &Stack) -> Vec<StackFrame> {
-    s.frames.iter().rev().cloned().collect()
-}
-
 pub fn run(args: &ExportArgs) -> Result<()> {
     if let Some(out) = &args.output {
         crate::output::refuse_input_as_output(out, std::slice::from_ref(&args.file))?;
@@ -85,7 +80,7 @@ pub fn run(args: &ExportArgs) -> Result<()> {
             let mut owners = (args.weight == SortKey::Leaked && !args.mpi_internal).then(|| {
                 let mut o = Owners::new(&p.meta.program);
                 for s in stacks(p, syms) {
-                    o.learn(&innermost(&s));
+                    o.learn(&s.innermost_first());
                 }
                 o
             });
@@ -99,7 +94,7 @@ pub fn run(args: &ExportArgs) -> Result<()> {
                 let mpi = !s.untraced
                     && owners
                         .as_mut()
-                        .is_some_and(|o| o.of(&innermost(s)).is_some());
+                        .is_some_and(|o| o.of(&s.innermost_first()).is_some());
                 if mpi && s.leaked_bytes > 0 {
                     held += 1;
                     held_bytes += s.leaked_bytes;

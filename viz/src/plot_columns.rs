@@ -34,6 +34,13 @@ pub fn label_count(n: usize) -> usize {
     }
 }
 
+/// The bar of `n` in segment `s` of [`segments`]`(n)`, if any: [`slot`]'s
+/// inverse.
+pub fn bar_at(n: usize, s: usize) -> Option<usize> {
+    let k = if n <= 1 { s.checked_sub(1)? } else { s };
+    (k < n).then_some(k)
+}
+
 /// The segment of bar `k` of `n` on [`segments`]`(n)`.
 pub fn slot(n: usize, k: usize) -> usize {
     if n <= 1 {
@@ -74,9 +81,9 @@ where
         .build_cartesian_2d(segments(bars.len()), 0f64..upper(top))
         .map_err(pe)?;
     let x_label = |x: &SegmentValue<usize>| match x {
-        SegmentValue::CenterOf(s) | SegmentValue::Exact(s) => (0..bars.len())
-            .find(|&k| slot(bars.len(), k) == *s)
-            .map_or(String::new(), |k| (axes.x_label)(k)),
+        SegmentValue::CenterOf(s) | SegmentValue::Exact(s) => {
+            bar_at(bars.len(), *s).map_or(String::new(), |k| (axes.x_label)(k))
+        }
         _ => String::new(),
     };
     let mut mesh = chart.configure_mesh();
@@ -106,4 +113,21 @@ where
         }))
         .map_err(pe)?;
     Ok(chart)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{bar_at, slot};
+
+    #[test]
+    fn a_bars_segment_and_back() {
+        for n in 1..5 {
+            for k in 0..n {
+                assert_eq!(bar_at(n, slot(n, k)), Some(k), "{n} {k}");
+            }
+        }
+        // One bar: empty segments each side of it.
+        assert_eq!((bar_at(1, 0), bar_at(1, 2)), (None, None));
+        assert_eq!(bar_at(3, 3), None);
+    }
 }

@@ -9,7 +9,7 @@ use crate::cli::Group;
 use crate::contexts::Context;
 use crate::label::distinct_labels;
 use crate::plot::{font, pe, short_number, upper, ByteUnit, Data, Plot, SIZE};
-use crate::plot_columns::{label_count, segments, slot};
+use crate::plot_columns::{bar_at, label_count, segments, slot};
 use crate::plot_title::title;
 use crate::report_text::human_bytes;
 
@@ -127,9 +127,10 @@ where
         .disable_y_mesh()
         .y_labels(label_count(n))
         .y_label_formatter(&|v| match v {
-            SegmentValue::CenterOf(s) | SegmentValue::Exact(s) => (0..n)
-                .find(|&i| row(i) == *s)
-                .map_or(String::new(), |i| labels[i].clone()),
+            // Row `i` is bar `n - 1 - i`.
+            SegmentValue::CenterOf(s) | SegmentValue::Exact(s) => {
+                bar_at(n, *s).map_or(String::new(), |b| labels[n - 1 - b].clone())
+            }
             _ => String::new(),
         })
         .x_label_formatter(&|v| crate::plot::short_number(*v))

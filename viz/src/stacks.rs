@@ -31,6 +31,12 @@ pub struct Stack {
 const CUT: &str = "[cut at WMHCCT_MAX_DEPTH]";
 
 impl Stack {
+    /// The frames innermost first, as labels and the MPI library's
+    /// recognition read a stack.
+    pub fn innermost_first(&self) -> Vec<StackFrame> {
+        self.frames.iter().rev().cloned().collect()
+    }
+
     /// Function names root first (a cut stack under [`CUT`]), then the
     /// allocator.
     pub fn names(&self) -> Vec<String> {
