@@ -111,7 +111,7 @@ pub fn run(args: &ExportArgs) -> Result<()> {
         }
         ExportFormat::Json => {
             let list = contexts(&loaded.profile, &loaded.symbols);
-            let v = crate::report_json::render(
+            let doc = crate::report_json::render(
                 &loaded.profile,
                 loaded.format_version,
                 &list,
@@ -119,9 +119,9 @@ pub fn run(args: &ExportArgs) -> Result<()> {
                 focus.as_ref(),
                 None,
             );
-            let mut s = serde_json::to_string_pretty(&v).context("encoding JSON")?;
-            s.push('\n');
-            s
+            return crate::output::emit_with(args.output.as_deref(), |w| {
+                crate::report_json::write(w, &doc)
+            });
         }
     };
     crate::output::emit(&text, args.output.as_deref())

@@ -11,7 +11,7 @@
 //! is refused with one line.
 
 use std::fs::File;
-use std::io::{IsTerminal as _, Read as _, Write};
+use std::io::{self, IsTerminal as _, Read as _, Write};
 use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context as _, Result};
@@ -31,20 +31,40 @@ pub fn name(out: &Path) -> String {
 
 /// Write text to standard output (`file` `None` or `-`) or to `file`.
 pub fn emit(text: &str, file: Option<&Path>) -> Result<()> {
+    emit_with(file, |w| w.write_all(text.as_bytes()))
+}
+
+/// What `write` makes (a JSON document) to standard output or to `file`,
+/// as [`emit`] writes a text, buffered on its way there rather than held
+/// whole first.
+pub fn emit_with(
+    file: Option<&Path>,
+    write: impl FnOnce(&mut dyn Write) -> io::Result<()>,
+) -> Result<()> {
     match file {
-        Some(f) if f.as_os_str() != STDOUT => write_bytes(f, text.as_bytes()),
-        _ => to_stdout(text.as_bytes()),
+        Some(f) if f.as_os_str() != STDOUT => write_with(f, write),
+        _ => to_stdout(write),
     }
 }
 
-/// `bytes` to standard output; a reader that went away (`| head`) is fine.
-fn to_stdout(bytes: &[u8]) -> Result<()> {
-    let mut stdout = std::io::stdout().lock();
-    match stdout.write_all(bytes).and_then(|()| stdout.flush()) {
+/// What `write` makes to standard output; a reader that went away
+/// (`| head`) is fine.
+fn to_stdout(write: impl FnOnce(&mut dyn Write) -> io::Result<()>) -> Result<()> {
+    match buffered(&mut std::io::stdout().lock(), write) {
         Ok(()) => Ok(()),
-        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
+        Err(e) if e.kind() == io::ErrorKind::BrokenPipe => Ok(()),
         Err(e) => Err(e).context("<stdout>"),
     }
+}
+
+/// `write` into `to` through a buffer, flushed.
+fn buffered(
+    to: &mut dyn Write,
+    write: impl FnOnce(&mut dyn Write) -> io::Result<()>,
+) -> io::Result<()> {
+    let mut w = io::BufWriter::with_capacity(1 << 16, to);
+    write(&mut w)?;
+    w.flush()
 }
 
 /// Write `bytes` (a text, a script) at `out`: a regular file is replaced
@@ -52,12 +72,19 @@ fn to_stdout(bytes: &[u8]) -> Result<()> {
 /// A regular file is written under a temporary name and renamed into
 /// place, so a failed write (a full disk) leaves the old file as it was.
 pub fn write_bytes(out: &Path, bytes: &[u8]) -> Result<()> {
+    write_with(out, |w| w.write_all(bytes))
+}
+
+/// What `write` makes at `out`, as [`write_bytes`] writes its bytes.
+fn write_with(out: &Path, write: impl FnOnce(&mut dyn Write) -> io::Result<()>) -> Result<()> {
     match target(out)? {
         Target::File(p) => replace_file(out, &p, |tmp| {
-            std::fs::write(tmp, bytes).with_context(|| out.display().to_string())
+            File::create(tmp)
+                .and_then(|mut f| buffered(&mut f, write))
+                .with_context(|| out.display().to_string())
         }),
         Target::Stream(p) => open_stream(&p)
-            .and_then(|mut f| f.write_all(bytes))
+            .and_then(|mut f| buffered(&mut f, write))
             .with_context(|| out.display().to_string()),
         Target::Directory(_) => unreachable!("refused by target()"),
     }
@@ -78,7 +105,7 @@ pub fn write_file(out: &Path, write: impl FnOnce(&Path) -> Result<()>) -> Result
         return through_temp(out, write, |from| {
             let mut bytes = Vec::new();
             from.read_to_end(&mut bytes)?;
-            to_stdout(&bytes)
+            to_stdout(|w| w.write_all(&bytes))
         });
     }
     match target(out)? {

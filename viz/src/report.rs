@@ -23,8 +23,8 @@ pub fn run(args: &ReportArgs) -> Result<u8> {
     )?;
     let focus = args.select.focus();
     list.sort(args.by);
-    let out = if args.json {
-        let mut v = report_json::render(
+    if args.json {
+        let mut doc = report_json::render(
             &loaded.profile,
             loaded.format_version,
             &list,
@@ -37,11 +37,9 @@ pub fn run(args: &ReportArgs) -> Result<u8> {
             }),
         );
         if !checked.is_empty() {
-            v["limits"] = limits::to_json(&checked);
+            doc.insert("limits", limits::to_json(&checked));
         }
-        let mut s = serde_json::to_string_pretty(&v).context("encoding JSON")?;
-        s.push('\n');
-        s
+        crate::output::emit_with(None, |w| report_json::write(w, &doc))?;
     } else {
         let mut s = report_text::render(
             &loaded.profile,
@@ -55,8 +53,7 @@ pub fn run(args: &ReportArgs) -> Result<u8> {
         if !checked.is_empty() {
             s.push_str(&limits::render(&checked));
         }
-        s
-    };
-    crate::output::emit(&out, None)?;
+        crate::output::emit(&s, None)?;
+    }
     Ok(limits::status(&checked))
 }

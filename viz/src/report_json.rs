@@ -1,5 +1,8 @@
 //! `wmhcct report --json`: the report as one JSON document with stable keys.
 
+use std::borrow::Cow;
+
+use serde::ser::{SerializeMap as _, Serializer};
 use serde::Serialize;
 use serde_json::{json, Map, Value};
 use wmhcct_format::{
@@ -7,7 +10,7 @@ use wmhcct_format::{
 };
 
 use crate::cli::{Group, SortKey};
-use crate::contexts::{alloc_tree, Context, ContextList};
+use crate::contexts::{alloc_tree, Context, ContextList, StackFrame};
 use crate::focus::Focus;
 use crate::h5layout::rank_count;
 use crate::mpi_internal::MpiOwn;
@@ -82,12 +85,13 @@ fn totals_json(totals: &[KindTotal]) -> Value {
     Value::Object(m)
 }
 
+/// Fields in their keys' order, as [`FrameJson`]'s.
 #[derive(Serialize)]
 struct SpreadJson {
-    min: u64,
     max: u64,
-    mean: f64,
     max_rank: u32,
+    mean: f64,
+    min: u64,
 }
 
 fn spread_json(s: &Spread, nranks: u32) -> SpreadJson {
@@ -154,35 +158,52 @@ fn tracer_json(t: &wmhcct_format::TracerStats) -> Value {
     })
 }
 
+/// A frame. The fields of this file's structs are in their keys' order,
+/// sorted as the document's other objects (a [`Map`]) are.
 #[derive(Serialize)]
 struct FrameJson<'a> {
-    function: &'a str,
-    file: &'a str,
-    line: u32,
-    module: &'a str,
     /// Module-relative return address, hexadecimal.
     address: String,
+    file: &'a str,
+    function: &'a str,
+    line: u32,
+    module: &'a str,
+}
+
+/// A context's frames, each made as it is written.
+struct StackJson<'a>(&'a [StackFrame]);
+
+impl Serialize for StackJson<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_seq(self.0.iter().map(|f| FrameJson {
+            function: &f.function,
+            file: &f.file,
+            line: f.line,
+            module: &f.module,
+            address: format!("{:#x}", f.address),
+        }))
+    }
 }
 
 #[derive(Serialize)]
 struct ContextJson<'a> {
-    kind: &'a str,
-    count: u64,
-    count_err: u64,
     bytes: u64,
     bytes_err: u64,
-    leaked_bytes: u64,
-    peak_live_bytes: u64,
-    /// Temporary allocations: freed before their thread's next allocation or free.
-    temporary: u64,
-    per_rank_count: SpreadJson,
-    per_rank_bytes: SpreadJson,
-    stack: Vec<FrameJson<'a>>,
-    /// The stack reached WMHCCT_MAX_DEPTH: outer callers not recorded.
-    stack_cut: bool,
+    count: u64,
+    count_err: u64,
     /// The MPI routine whose call allocated it (the MPI library's own
     /// memory), or null.
     inside_mpi: Option<&'a str>,
+    kind: &'a str,
+    leaked_bytes: u64,
+    peak_live_bytes: u64,
+    per_rank_bytes: SpreadJson,
+    per_rank_count: SpreadJson,
+    stack: StackJson<'a>,
+    /// The stack reached WMHCCT_MAX_DEPTH: outer callers not recorded.
+    stack_cut: bool,
+    /// Temporary allocations: freed before their thread's next allocation or free.
+    temporary: u64,
 }
 
 fn context_json(c: &Context, nranks: u32) -> ContextJson<'_> {
@@ -197,19 +218,63 @@ fn context_json(c: &Context, nranks: u32) -> ContextJson<'_> {
         temporary: c.temporary,
         per_rank_count: spread_json(&c.spread.count, nranks),
         per_rank_bytes: spread_json(&c.spread.bytes, nranks),
-        stack: c
-            .stack
-            .iter()
-            .map(|f| FrameJson {
-                function: &f.function,
-                file: &f.file,
-                line: f.line,
-                module: &f.module,
-                address: format!("{:#x}", f.address),
-            })
-            .collect(),
+        stack: StackJson(&c.stack),
         stack_cut: c.cut,
         inside_mpi: c.inside_mpi.as_deref(),
+    }
+}
+
+/// A list of contexts, each made as it is written: a report's contexts
+/// spelt out as JSON values took ~9 times the document's size.
+struct ContextsJson<'a> {
+    list: Vec<Cow<'a, Context>>,
+    nranks: u32,
+}
+
+impl Serialize for ContextsJson<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_seq(self.list.iter().map(|c| context_json(c, self.nranks)))
+    }
+}
+
+/// The JSON document: its small entries as values, its context lists
+/// written from the contexts themselves. Written, its keys come in the
+/// order of a [`Map`] of all of them, as when the lists were values too.
+pub struct Document<'a> {
+    head: Map<String, Value>,
+    /// Keyed `contexts` and `untraced`.
+    lists: [(&'static str, ContextsJson<'a>); 2],
+}
+
+impl Document<'_> {
+    /// Add (or replace) a small entry.
+    pub fn insert(&mut self, key: &str, value: Value) {
+        self.head.insert(key.to_string(), value);
+    }
+}
+
+/// `doc` as pretty JSON and a newline.
+pub fn write(w: &mut dyn std::io::Write, doc: &Document) -> std::io::Result<()> {
+    serde_json::to_writer_pretty(&mut *w, doc)?;
+    w.write_all(b"\n")
+}
+
+impl Serialize for Document<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        // A `Map` orders its keys (serde_json without `preserve_order`):
+        // the lists go where a map holding them too would put them.
+        let mut m = s.serialize_map(Some(self.head.len() + self.lists.len()))?;
+        let mut lists = self.lists.iter().peekable();
+        for (key, value) in &self.head {
+            while let Some((k, list)) = lists.next_if(|(k, _)| *k < key.as_str()) {
+                m.serialize_entry(k, list)?;
+            }
+            m.serialize_entry(key, value)?;
+        }
+        for (k, list) in lists {
+            m.serialize_entry(k, list)?;
+        }
+        m.end()
     }
 }
 
@@ -265,45 +330,47 @@ pub struct SitesOf {
 /// `sites` of `--group`). With a
 /// focus, the contexts listed are those through it, and `focus` sums them
 /// (the rest describes the whole program).
-pub fn render(
+pub fn render<'a>(
     p: &Profile,
     format_version: u32,
-    list: &ContextList,
+    list: &'a ContextList,
     top: Option<usize>,
     focus: Option<&Focus>,
     sites: Option<SitesOf>,
-) -> Value {
+) -> Document<'a> {
     let n = top.unwrap_or(usize::MAX);
     let nranks = rank_count(p);
     let mpi_own = mpi_own_json(&list.mpi_own());
-    let focused;
-    let list = match focus {
-        Some(f) => {
-            focused = f.of(list);
-            &focused
-        }
-        None => list,
-    };
-    let json_of = |c| context_json(c, nranks);
-    // Allocation contexts first, then MPI call contexts (each list limited
-    // to `top`).
-    let contexts: Vec<_> = list
-        .contexts
-        .iter()
-        .take(n)
-        .chain(list.mpi.iter().take(n))
-        .map(json_of)
-        .collect();
-    let untraced: Vec<_> = list.untraced.iter().take(n).map(json_of).collect();
+    let focused = focus.map(|f| f.of(list));
+    let shown = focused.as_ref().unwrap_or(list);
     // The program's contexts (through the focus), as the text groups them.
     let sites = sites.map(|o| {
-        let program = list
+        let program = shown
             .contexts
             .iter()
             .filter(|c| o.mpi_internal || c.inside_mpi.is_none());
         crate::sites::json(&crate::sites::of(program, o.group, o.by), o.group, n)
     });
-    let mut v = json!({
+    let focus_sums = focus_json(p, shown, focus);
+    // Allocation contexts first, then MPI call contexts (each list limited
+    // to `top`); those through a focus are the document's own.
+    let (contexts, untraced): (Vec<Cow<'a, Context>>, Vec<_>) = match focused {
+        Some(f) => (
+            (f.contexts.into_iter().take(n))
+                .chain(f.mpi.into_iter().take(n))
+                .map(Cow::Owned)
+                .collect(),
+            f.untraced.into_iter().take(n).map(Cow::Owned).collect(),
+        ),
+        None => (
+            (list.contexts.iter().take(n))
+                .chain(list.mpi.iter().take(n))
+                .map(Cow::Borrowed)
+                .collect(),
+            list.untraced.iter().take(n).map(Cow::Borrowed).collect(),
+        ),
+    };
+    let v = json!({
         "format_version": format_version,
         "program": p.meta.program,
         "hostname": p.meta.hostname,
@@ -331,17 +398,37 @@ pub fn render(
         "tracer": tracer_json(&p.tracer),
         "resident": resident_json(&p.resident),
         "ranks_detail": ranks_detail(p),
-        "focus": focus_json(p, list, focus),
-        "contexts": contexts,
-        "untraced": untraced,
+        "focus": focus_sums,
     });
+    let Value::Object(head) = v else {
+        unreachable!("an object literal")
+    };
+    let mut doc = Document {
+        head,
+        lists: [
+            (
+                "contexts",
+                ContextsJson {
+                    list: contexts,
+                    nranks,
+                },
+            ),
+            (
+                "untraced",
+                ContextsJson {
+                    list: untraced,
+                    nranks,
+                },
+            ),
+        ],
+    };
     if let Some(timeline) = crate::timeline::json(p) {
-        v["timeline"] = timeline;
+        doc.insert("timeline", timeline);
     }
     if let Some(sites) = sites {
-        v["sites"] = sites;
+        doc.insert("sites", sites);
     }
-    v
+    doc
 }
 
 #[cfg(test)]
@@ -362,6 +449,45 @@ mod tests {
         let v = unwind_json(&u);
         assert_eq!(v["accuracy"], 0.75);
         assert_eq!(v["frames_unwound_per_event"], 5.0);
+    }
+
+    /// Written as it goes, the document is what writing it as one JSON
+    /// value gives (whose objects order their keys): a field added out of
+    /// its key's place fails here.
+    #[test]
+    fn written_document_is_its_value_written() {
+        let frame = StackFrame {
+            address: 0x1a2b,
+            ..StackFrame::named("solve", "/bin/app")
+        };
+        let mut hot = Context::of_stack("malloc", vec![frame.clone(), frame]);
+        hot.inside_mpi = Some("MPI_Send".into());
+        let list = ContextList {
+            contexts: vec![hot.clone(), Context::of_stack("calloc", vec![])],
+            untraced: vec![Context::of_stack("free", vec![])],
+            cold: vec![],
+            mpi: vec![Context::of_stack("MPI_Send", vec![])],
+        };
+        let p = Profile::default();
+        let mut doc = render(&p, 3, &list, None, None, None);
+        doc.insert("limits", json!({"b": 1, "a": [2]}));
+        let mut written = Vec::new();
+        write(&mut written, &doc).unwrap();
+        let value = serde_json::to_value(&doc).unwrap();
+        let whole = serde_json::to_string_pretty(&value).unwrap() + "\n";
+        assert_eq!(String::from_utf8(written).unwrap(), whole);
+        assert_eq!(value["contexts"].as_array().unwrap().len(), 3);
+        assert_eq!(value["contexts"][0]["stack"][1]["address"], "0x1a2b");
+        assert_eq!(value["untraced"][0]["kind"], "free");
+        // `--top 1`: one of each list.
+        let top = serde_json::to_value(render(&p, 3, &list, Some(1), None, None)).unwrap();
+        let kinds: Vec<_> = top["contexts"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| c["kind"].clone())
+            .collect();
+        assert_eq!(kinds, [json!("malloc"), json!("MPI_Send")]);
     }
 
     #[test]
