@@ -824,6 +824,34 @@ fn library_frames_named_without_scope_are_still_the_librarys() {
     );
 }
 
+/// The text report shortens C++ names of thousands of characters to their
+/// scopes and functions (`std::map<…>::operator[](…)`) and says so; the
+/// JSON keeps them whole. Until 2026-11-27 one frame of long_names.cpp's
+/// map insertion was a line of up to 7000 characters.
+#[test]
+fn long_cxx_names_are_shortened_in_the_text_report_only() {
+    let w = WorkDir::new("cli-long-names");
+    let h5 = exact_report(&w, "long_names.cpp", "ln", &[]);
+    let text = wmhcct_out(&w, &["report", &h5]);
+    let widest = text.lines().map(|l| l.chars().count()).max().unwrap();
+    assert!(widest <= 400, "a line of {widest} characters:\n{text}");
+    assert!(text.contains("std::map<…>::operator[]("), "{text}");
+    assert!(text.contains("Registry<…>::fill(int) ("), "{text}");
+    assert!(
+        text.contains("\n`<…>`, `(…)`: template and parameter lists left out of names longer than 120 characters; report --json has every name whole\n"),
+        "{text}"
+    );
+    let r = wmhcct_json(&w, &["report", &h5, "--json"]);
+    let longest = contexts(&r)
+        .iter()
+        .flat_map(|c| c["stack"].as_array().unwrap().clone())
+        .map(|f| f["function"].as_str().unwrap().to_string())
+        .max_by_key(|f| f.len())
+        .unwrap();
+    assert!(longest.len() > 1000 && !longest.contains('…'), "{longest}");
+    assert!(!text.contains(&longest[..200]), "{text}");
+}
+
 /// `wmhcct report --group function|line|module` on alloc_sites.cpp's
 /// exact report: contexts summed by the function, line or module that
 /// allocates, past the program's `xmalloc` wrapper and the C++ library's

@@ -83,6 +83,22 @@ impl Figure {
             v.to_string()
         }
     }
+
+    /// A value of this figure, in bytes when `exact`: `8096 B`.
+    fn show_exact(self, v: u64, exact: bool) -> String {
+        if exact {
+            format!("{v} B")
+        } else {
+            self.show(v)
+        }
+    }
+
+    /// Whether `v` and `limit` read alike in readable units but differ:
+    /// then both are shown in bytes (`7.9 KiB` against `7.9 KiB` told
+    /// nobody why the limit failed).
+    fn read_alike(self, v: u64, limit: u64) -> bool {
+        v != limit && self.show(v) == self.show(limit)
+    }
 }
 
 /// How far a figure may go.
@@ -102,12 +118,28 @@ pub struct Limit {
 }
 
 impl Limit {
-    /// The limit as given, normalised: `5%`, `1.0 MiB`, `100`.
-    fn show(&self) -> String {
+    /// The limit as given, normalised: `5%`, `1.0 MiB`, `100`; an amount
+    /// in bytes when `exact`.
+    fn show_exact(&self, exact: bool) -> String {
         match self.allowed {
-            Allowed::Amount(v) => self.figure.show(v),
+            Allowed::Amount(v) => self.figure.show_exact(v, exact),
             Allowed::Percent(p) => format!("{p}%"),
         }
+    }
+}
+
+impl Checked {
+    /// Whether the text shows this check's figures in bytes: the value
+    /// (or the change) and an amount limit read alike otherwise.
+    fn exact(&self) -> bool {
+        let Allowed::Amount(l) = self.limit.allowed else {
+            return false;
+        };
+        let v = match self.a {
+            None => self.b,
+            Some(a) => self.b.saturating_sub(a),
+        };
+        self.limit.figure.read_alike(v, l)
     }
 }
 
@@ -314,9 +346,9 @@ pub fn check_increase(limits: &[Limit], a: &Report, b: &Report) -> anyhow::Resul
         .collect())
 }
 
-fn signed_change(f: Figure, a: u64, b: u64) -> String {
+fn signed_change(f: Figure, a: u64, b: u64, exact: bool) -> String {
     let d = b as i128 - a as i128;
-    let amount = f.show(d.unsigned_abs().min(u64::MAX as u128) as u64);
+    let amount = f.show_exact(d.unsigned_abs().min(u64::MAX as u128) as u64, exact);
     let sign = match d.signum() {
         1 => "+",
         -1 => "-",
@@ -347,16 +379,20 @@ pub fn render(checked: &[Checked]) -> String {
     );
     for c in checked {
         let f = c.limit.figure;
+        let exact = c.exact();
         let (value, limit) = match c.a {
-            None => (f.show(c.b), format!("at most {}", c.limit.show())),
+            None => (
+                f.show_exact(c.b, exact),
+                format!("at most {}", c.limit.show_exact(exact)),
+            ),
             Some(a) => (
                 format!(
                     "{} → {}  {}",
                     f.show(a),
                     f.show(c.b),
-                    signed_change(f, a, c.b)
+                    signed_change(f, a, c.b, exact)
                 ),
-                format!("at most +{}", c.limit.show()),
+                format!("at most +{}", c.limit.show_exact(exact)),
             ),
         };
         let _ = writeln!(
@@ -376,13 +412,19 @@ pub fn exceeded_line(checked: &[Checked]) -> Option<String> {
         .filter(|c| !c.passed)
         .map(|c| {
             let f = c.limit.figure;
+            let exact = c.exact();
             match c.a {
-                None => format!("{} {} (at most {})", f.name(), f.show(c.b), c.limit.show()),
+                None => format!(
+                    "{} {} (at most {})",
+                    f.name(),
+                    f.show_exact(c.b, exact),
+                    c.limit.show_exact(exact)
+                ),
                 Some(a) => format!(
                     "{} {} (at most +{})",
                     f.name(),
-                    signed_change(f, a, c.b),
-                    c.limit.show()
+                    signed_change(f, a, c.b, exact),
+                    c.limit.show_exact(exact)
                 ),
             }
         })
@@ -526,6 +568,36 @@ mod tests {
         assert!(!at("leaked=9").passed);
         let e = check_budget(&[parse_budget("resident=1GiB").unwrap()], &r).unwrap_err();
         assert!(e.to_string().contains("r.h5 has no resident figure"), "{e}");
+    }
+
+    /// A value just over its limit in the same readable unit is shown in
+    /// bytes, both of them.
+    #[test]
+    fn figures_that_read_alike_are_shown_in_bytes() {
+        let (a, b) = (profile(1000, 0), profile(9096, 0));
+        let syms = Symbols::default();
+        let (ra, rb) = (report(&a, &syms, "a"), report(&b, &syms, "b"));
+        let budget = check_budget(&[parse_budget("peak=9095").unwrap()], &rb).unwrap();
+        assert!(render(&budget).contains("9096 B"), "{}", render(&budget));
+        assert!(
+            render(&budget).contains("at most 9095 B"),
+            "{}",
+            render(&budget)
+        );
+        assert_eq!(
+            exceeded_line(&budget).unwrap(),
+            "wmhcct: 1 of 1 limits exceeded: peak 9096 B (at most 9095 B)"
+        );
+        let far = check_budget(&[parse_budget("peak=4KiB").unwrap()], &rb).unwrap();
+        assert_eq!(
+            exceeded_line(&far).unwrap(),
+            "wmhcct: 1 of 1 limits exceeded: peak 8.9 KiB (at most 4.0 KiB)"
+        );
+        let rise = check_increase(&[parse_increase("peak=8095").unwrap()], &ra, &rb).unwrap();
+        assert_eq!(
+            exceeded_line(&rise).unwrap(),
+            "wmhcct: 1 of 1 limits exceeded: peak +8096 B (+809.6%) (at most +8095 B)"
+        );
     }
 
     #[test]

@@ -43,6 +43,7 @@ mod report_text;
 mod run;
 mod sanitizer;
 mod seal;
+mod short_name;
 mod signal_name;
 mod sites;
 mod sizes;

@@ -1,5 +1,6 @@
 //! `wmhcct report`: a readable text summary and the top contexts.
 
+use std::borrow::Cow;
 use std::collections::{HashMap, HashSet};
 use std::fmt::Write as _;
 
@@ -11,6 +12,7 @@ use crate::focus::Focus;
 use crate::h5layout::rank_count;
 use crate::mpi_internal::MpiOwn;
 use crate::repeats::runs_by;
+use crate::short_name::{shortened, TEXT_NAME_MAX};
 use crate::sites;
 use crate::sums::ContextSums;
 
@@ -57,7 +59,8 @@ pub fn human_bytes(b: u64) -> String {
     const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
     let mut v = b as f64;
     let mut u = 0;
-    while v >= 1024.0 && u + 1 < UNITS.len() {
+    // 1023.95 KiB would read 1024.0 KiB: it is 1.0 MiB.
+    while v >= 1023.95 && u + 1 < UNITS.len() {
         v /= 1024.0;
         u += 1;
     }
@@ -267,12 +270,12 @@ pub fn render(
     };
     let nranks = rank_count(p);
     let alike = AlikeLines::of(list.contexts.iter().chain(&list.mpi));
-    let mut marked = false;
+    let mut notes = Notes::default();
     match &sites {
         Some(v) => sites::write_text(&mut s, v, top, (!p.config.exact).then_some(p.config.phi)),
         None => {
             for (i, ctx) in listed.into_iter().take(top).enumerate() {
-                marked |= context(&mut s, i + 1, ctx, nranks, &alike, false);
+                notes |= context(&mut s, i + 1, ctx, nranks, &alike, false);
             }
         }
     }
@@ -330,15 +333,22 @@ pub fn render(
             }
         );
         for (i, ctx) in list.mpi.iter().take(top).enumerate() {
-            marked |= context(&mut s, i + 1, ctx, nranks, &alike, true);
+            notes |= context(&mut s, i + 1, ctx, nranks, &alike, true);
         }
     }
-    if marked {
+    if notes.call_site {
         let _ = writeln!(
             s,
             "\n`file:line @0x…`: one of several calls on that source line (written \
              there, or made so by the compiler, e.g. one per branch); the return \
              address in the module tells them apart"
+        );
+    }
+    if notes.shortened {
+        let _ = writeln!(
+            s,
+            "\n`<…>`, `(…)`: template and parameter lists left out of names longer \
+             than {TEXT_NAME_MAX} characters; report --json has every name whole"
         );
     }
     if p.ranks.len() > 1 {
@@ -795,7 +805,23 @@ fn per_rank_line(c: &Context, nranks: u32) -> String {
     )
 }
 
-/// One context; true if a frame was marked with its call site.
+/// What the lines of the contexts listed need explained below them.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+struct Notes {
+    /// A frame was marked with its call site (`file:line @0x…`).
+    call_site: bool,
+    /// A function's name was shortened ([`shortened`]).
+    shortened: bool,
+}
+
+impl std::ops::BitOrAssign for Notes {
+    fn bitor_assign(&mut self, o: Notes) {
+        self.call_site |= o.call_site;
+        self.shortened |= o.shortened;
+    }
+}
+
+/// One context, and what its lines need explained.
 /// Bytes in readable units (the JSON has them exact); an MPI call's
 /// context (`mpi_call`) gives the bytes it moved and no memory held.
 fn context(
@@ -805,7 +831,7 @@ fn context(
     nranks: u32,
     alike: &AlikeLines,
     mpi_call: bool,
-) -> bool {
+) -> Notes {
     let inside = match &c.inside_mpi {
         Some(r) => format!("  inside {r}"),
         None => String::new(),
@@ -838,12 +864,12 @@ fn context(
     if c.stack.is_empty() {
         let _ = writeln!(s, "    (no frames)");
     }
-    let mut marked = false;
+    let mut notes = Notes::default();
     for (f, n) in runs(above_main(&c.stack)) {
         let loc = if f.file.is_empty() {
             format!("{:#x}", f.address)
         } else if alike.contains(f) {
-            marked = true;
+            notes.call_site = true;
             format!("{}:{} @{:#x}", f.file, f.line, f.address)
         } else {
             format!("{}:{}", f.file, f.line)
@@ -854,7 +880,9 @@ fn context(
         } else {
             String::new()
         };
-        let _ = writeln!(s, "    {} ({loc}) [{module}]{times}", f.function);
+        let function = shortened(&f.function, TEXT_NAME_MAX);
+        notes.shortened |= matches!(function, Cow::Owned(_));
+        let _ = writeln!(s, "    {function} ({loc}) [{module}]{times}");
     }
     if c.cut {
         let _ = writeln!(
@@ -863,7 +891,7 @@ fn context(
             c.stack.len()
         );
     }
-    marked
+    notes
 }
 
 /// The frames a text stack shows, innermost first: up to the outermost
@@ -897,10 +925,10 @@ fn runs(stack: &[StackFrame]) -> Vec<(&StackFrame, usize)> {
 mod tests {
     use super::{
         above_main, context, host_line, human_bytes, max_over_mean, peak_line, per_rank_line,
-        ranks_table, resident_lines, routines, runs, up_to_main, AlikeLines,
+        ranks_table, render, resident_lines, routines, runs, up_to_main, AlikeLines,
     };
-    use crate::cli::SortKey;
-    use crate::contexts::{Context, StackFrame};
+    use crate::cli::{Group, SortKey};
+    use crate::contexts::{Context, ContextList, StackFrame};
     use crate::mpi_internal::MpiOwn;
     use wmhcct_format::{HeapStats, Profile, RankSummary};
 
@@ -1306,7 +1334,7 @@ mod tests {
         let alike = AlikeLines::of([&a, &b, &c, &d]);
         let text = |x: &Context| {
             let mut s = String::new();
-            let marked = context(&mut s, 1, x, 1, &alike, true);
+            let marked = context(&mut s, 1, x, 1, &alike, true).call_site;
             (s, marked)
         };
         let (sa, ma) = text(&a);
@@ -1324,7 +1352,37 @@ mod tests {
         // Alone, a context has nothing to be told apart from.
         let alone = AlikeLines::of([&a]);
         let mut s = String::new();
-        assert!(!context(&mut s, 1, &a, 1, &alone, true));
+        assert!(!context(&mut s, 1, &a, 1, &alone, true).call_site);
+    }
+
+    #[test]
+    fn long_names_are_shortened_and_said_so() {
+        let name = format!(
+            "ns::grid<{}>::refine(int)",
+            "std::vector<double>, ".repeat(10)
+        );
+        let mut c = Context::of_stack("malloc", vec![StackFrame::named(&name, "app")]);
+        c.stack.push(StackFrame::named("main", "app"));
+        let mut s = String::new();
+        let notes = context(&mut s, 1, &c, 1, &AlikeLines::of([&c]), false);
+        assert!(notes.shortened && !notes.call_site, "{notes:?}");
+        assert!(
+            s.contains("    ns::grid<…>::refine(int) (0x0) [app]"),
+            "{s}"
+        );
+        let mut p = Profile::default();
+        p.meta.program = "app".into();
+        let list = ContextList {
+            contexts: vec![c],
+            untraced: vec![],
+            cold: vec![],
+            mpi: vec![],
+        };
+        let text = render(&p, &list, 20, SortKey::Count, Group::Context, false, None);
+        assert!(
+            text.contains("report --json has every name whole"),
+            "{text}"
+        );
     }
 
     #[test]
@@ -1332,6 +1390,9 @@ mod tests {
         assert_eq!(human_bytes(0), "0 B");
         assert_eq!(human_bytes(1023), "1023 B");
         assert_eq!(human_bytes(1536), "1.5 KiB");
+        assert_eq!(human_bytes(1_048_575), "1.0 MiB");
+        assert_eq!(human_bytes(1_048_524), "1023.9 KiB");
+        assert_eq!(human_bytes((1 << 30) - 1), "1.0 GiB");
         assert_eq!(human_bytes(3 << 30), "3.0 GiB");
     }
 }
