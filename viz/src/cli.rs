@@ -87,8 +87,8 @@ pub struct PlotArgs {
     /// Image format (the flame graph is always SVG).
     #[arg(long, value_enum, default_value = "both")]
     pub format: PlotFormat,
-    /// Contexts in the hottest-contexts plot.
-    #[arg(long, default_value_t = 10)]
+    /// Contexts in the hottest-contexts plot (at least 1).
+    #[arg(long, default_value_t = 10, value_parser = at_least_one)]
     pub top: usize,
     /// Show the contexts allocated inside MPI calls (the MPI library's own
     /// allocations) in the hottest-contexts plot too; left out by default,
@@ -306,4 +306,14 @@ pub struct ReportArgs {
     /// figures: --focus does not narrow them.
     #[arg(long = "max", value_name = "FIGURE=LIMIT", value_parser = crate::limits::parse_budget)]
     pub max: Vec<crate::limits::Limit>,
+}
+
+/// clap's parser for a count of at least 1 (`plot --top 0` used to draw
+/// one bar without a word).
+fn at_least_one(s: &str) -> Result<usize, String> {
+    match s.parse::<usize>() {
+        Ok(0) => Err("give at least 1".to_string()),
+        Ok(n) => Ok(n),
+        Err(e) => Err(e.to_string()),
+    }
 }

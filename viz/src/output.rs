@@ -77,7 +77,7 @@ pub fn write_bytes(out: &Path, bytes: &[u8]) -> Result<()> {
 
 /// What `write` makes at `out`, as [`write_bytes`] writes its bytes.
 fn write_with(out: &Path, write: impl FnOnce(&mut dyn Write) -> io::Result<()>) -> Result<()> {
-    match target(out)? {
+    match target(out, None)? {
         Target::File(p) => replace_file(out, &p, |tmp| {
             File::create(tmp)
                 .and_then(|mut f| buffered(&mut f, write))
@@ -108,7 +108,7 @@ pub fn write_file(out: &Path, write: impl FnOnce(&Path) -> Result<()>) -> Result
             to_stdout(|w| w.write_all(&bytes))
         });
     }
-    match target(out)? {
+    match target(out, Some("report.h5"))? {
         Target::File(p) => replace_file(out, &p, write),
         Target::Stream(p) => through_temp(out, write, |from| {
             let mut to = open_stream(&p).with_context(|| out.display().to_string())?;
@@ -158,14 +158,22 @@ pub fn refuse_input_as_output(out: &Path, inputs: &[PathBuf]) -> Result<()> {
     Ok(())
 }
 
-/// `out` resolved; a directory, block device or socket refused.
-fn target(out: &Path) -> Result<Target> {
+/// `out` resolved; a directory, block device or socket refused (the
+/// message's example of a file in a directory named `example`: a report's
+/// `report.h5`; none for a text, whose name nothing suggests).
+fn target(out: &Path, example: Option<&str>) -> Result<Target> {
     match wmhcct_format::resolve(out) {
-        Ok(Target::Directory(_)) => bail!(
-            "{}: is a directory: give the file's name in it ({})",
-            out.display(),
-            out.join("report.h5").display()
-        ),
+        Ok(Target::Directory(_)) => match example {
+            Some(name) => bail!(
+                "{}: is a directory: give the file's name in it ({})",
+                out.display(),
+                out.join(name).display()
+            ),
+            None => bail!(
+                "{}: is a directory: give a file's name in it",
+                out.display()
+            ),
+        },
         Ok(t) => Ok(t),
         Err(e) => bail!("{}: {e}", out.display()),
     }
@@ -321,8 +329,22 @@ mod tests {
         let d = scratch("refused");
         let e = write_file(d.path(), made(b"x")).unwrap_err();
         let msg = format!("{e:#}");
-        assert!(msg.contains("is a directory"), "{msg}");
-        assert!(!msg.contains('\n'), "{msg}");
+        assert_eq!(
+            msg,
+            format!(
+                "{0}: is a directory: give the file's name in it ({0}/report.h5)",
+                d.path().display()
+            )
+        );
+        // A text's name: nothing to suggest (it used to be `report.h5`).
+        let msg = format!("{:#}", write_bytes(d.path(), b"x").unwrap_err());
+        assert_eq!(
+            msg,
+            format!(
+                "{}: is a directory: give a file's name in it",
+                d.path().display()
+            )
+        );
         let sock = d.path().join("s");
         let _l = std::os::unix::net::UnixListener::bind(&sock).unwrap();
         let msg = format!("{:#}", write_bytes(&sock, b"x").unwrap_err());

@@ -128,7 +128,7 @@ pub fn run(args: &PlotArgs) -> Result<()> {
     let text = crate::report_text::render(
         &loaded.profile,
         &contexts,
-        args.top.max(1),
+        args.top,
         SortKey::Count,
         args.group,
         args.mpi_internal,
@@ -155,7 +155,7 @@ pub fn run(args: &PlotArgs) -> Result<()> {
         symbols: loaded.symbols,
         contexts,
         mpi_left_out,
-        top: args.top.max(1),
+        top: args.top,
         focus,
         group: args.group,
     };

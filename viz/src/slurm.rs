@@ -49,13 +49,13 @@ pub struct SlurmArgs {
     pub nodes: Option<u32>,
     /// Time limit, in Slurm's forms: MIN, MIN:SEC, H:M:S, D-H, D-H:M, D-H:M:S
     /// (#SBATCH --time; default: the partition's).
-    #[arg(long)]
+    #[arg(long, value_parser = slurm_time)]
     pub time: Option<String>,
     /// How the ranks are started.
     #[arg(long, value_enum, default_value = "mpirun")]
     pub launcher: Launcher,
     /// Partition (#SBATCH --partition; default: the cluster's).
-    #[arg(long)]
+    #[arg(long, value_parser = slurm_name)]
     pub partition: Option<String>,
     /// Job name (default: the application's file name).
     #[arg(long)]
@@ -97,6 +97,28 @@ pub fn shell_quote(s: &str) -> String {
 }
 
 /// A Slurm time limit: MIN, MIN:SEC, H:M:S, D-H, D-H:M or D-H:M:S.
+/// clap's parser for `--time`: a bad value is a usage error (exit 2), as
+/// any other option's.
+fn slurm_time(t: &str) -> Result<String, String> {
+    if valid_time(t) {
+        Ok(t.to_string())
+    } else {
+        Err(TIME_FORMS.to_string())
+    }
+}
+
+/// clap's parser for `--partition`.
+fn slurm_name(p: &str) -> Result<String, String> {
+    if valid_name(p) {
+        Ok(p.to_string())
+    } else {
+        Err(NAME_CHARS.to_string())
+    }
+}
+
+const TIME_FORMS: &str = "not a Slurm time (MIN, MIN:SEC, H:M:S, D-H, D-H:M, D-H:M:S)";
+const NAME_CHARS: &str = "use letters, digits and _ - . , +";
+
 fn valid_time(t: &str) -> bool {
     let (days, rest) = match t.split_once('-') {
         Some((d, r)) => (Some(d), r),
@@ -148,12 +170,12 @@ fn path_word(p: &Path, what: &str) -> Result<String> {
 pub fn render(job: &Job) -> Result<String> {
     if let Some(t) = job.time {
         if !valid_time(t) {
-            bail!("--time {t:?}: not a Slurm time (MIN, MIN:SEC, H:M:S, D-H, D-H:M, D-H:M:S)");
+            bail!("--time {t:?}: {TIME_FORMS}");
         }
     }
     if let Some(p) = job.partition {
         if !valid_name(p) {
-            bail!("--partition {p:?}: use letters, digits and _ - . , +");
+            bail!("--partition {p:?}: {NAME_CHARS}");
         }
     }
     let Some(app0) = job.command.first() else {

@@ -1193,3 +1193,54 @@ fn a_report_that_cannot_be_made_says_why_in_plain_words() {
     }
     assert_eq!(names_in(dir.path()), ["p.wmprof"]);
 }
+
+/// Option values that cannot be right are usage errors (exit 2, clap's
+/// one line naming the option and what it takes), checked before any file
+/// is read: `slurm --time abc` exited 1 after building the job, and `plot
+/// --top 0` drew one bar without a word.
+#[test]
+fn bad_option_values_are_usage_errors() {
+    let cases: [(&[&str], &str); 3] = [
+        (
+            &["slurm", "--ntasks", "2", "--time", "abc", "--", "./app"],
+            "invalid value 'abc' for '--time <TIME>': not a Slurm time (MIN, MIN:SEC, H:M:S, D-H, D-H:M, D-H:M:S)",
+        ),
+        (
+            &["slurm", "--ntasks", "2", "--partition", "a b", "--", "./app"],
+            "invalid value 'a b' for '--partition <PARTITION>': use letters, digits and _ - . , +",
+        ),
+        (
+            &["plot", "/nonexistent.h5", "--out-dir", "/nonexistent", "--top", "0"],
+            "invalid value '0' for '--top <TOP>': give at least 1",
+        ),
+    ];
+    for (args, says) in cases {
+        let out = wmhcct().args(args).output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert!(
+            err.starts_with(&format!("error: {says}\n")),
+            "{args:?}: {err}"
+        );
+    }
+    let ok = wmhcct()
+        .args([
+            "slurm",
+            "--ntasks",
+            "2",
+            "--time",
+            "1-02:30",
+            "--partition",
+            "debug",
+            "--",
+            "./app",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(
+        ok.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&ok.stderr)
+    );
+}
