@@ -5,7 +5,7 @@ use std::ops::Range;
 use crate::dwarf::{DwarfSteps, StepCache};
 use crate::fp::FpSteps;
 use crate::frame::{common_root_len, same_return_addresses, Frame, Regs};
-use crate::heuristic::{walk, HeuristicConfig, Policy, Walk, WalkInput};
+use crate::heuristic::{walk, FrameBuf, HeuristicConfig, Policy, Walk, WalkInput};
 use crate::mode::Mode;
 use crate::modules::Modules;
 use crate::root_anchored::RootAnchored;
@@ -34,9 +34,9 @@ pub struct ThreadUnwinder {
     /// frames it unwound.
     stack: RootAnchored<Frame>,
     /// The frames a walk unwinds.
-    walked: Vec<Frame>,
+    walked: FrameBuf,
     /// Scratch for validation.
-    check: Vec<Frame>,
+    check: FrameBuf,
     /// `stack` is complete (not truncated, no error).
     complete: bool,
     /// Heuristic captures since the last full unwind.
@@ -66,7 +66,7 @@ impl ThreadUnwinder {
             Mode::First => (Policy::First, StepKind::Dwarf),
             Mode::Second => (Policy::Second, StepKind::Dwarf),
         };
-        let buf = || Vec::with_capacity(cfg.max_depth);
+        let buf = || FrameBuf::with_capacity(cfg.max_depth);
         ThreadUnwinder {
             mode,
             policy,

@@ -78,7 +78,7 @@ fn framehop_step<R: ReadStack + ?Sized>(
 }
 
 impl StepUnwinder for DwarfSteps<'_> {
-    #[inline]
+    #[inline(always)]
     fn step<R: ReadStack + ?Sized>(&mut self, read: &mut R) -> Step {
         let Some(address) = self.next else {
             return Step::End;

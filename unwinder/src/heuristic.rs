@@ -111,9 +111,45 @@ pub(crate) struct WalkInput<'a> {
     pub(crate) text: (u64, u64),
 }
 
-/// Walks a stack into `out` (cleared first, never grown past `max_depth`):
-/// the whole stack, or with the heuristic its leaf side, the rest being the
-/// previous capture's last [`Walk::tail`] frames.
+/// A walk's output: up to its capacity frames, leaf first, in a buffer
+/// allocated once. A walk writes the frames by index and sets the length
+/// once at its end, so no length in memory is read and written per frame
+/// (as `Vec::push` does).
+#[derive(Clone, Debug)]
+pub(crate) struct FrameBuf {
+    buf: Box<[Frame]>,
+    len: usize,
+}
+
+impl FrameBuf {
+    pub(crate) fn with_capacity(capacity: usize) -> Self {
+        FrameBuf {
+            buf: vec![Frame::default(); capacity].into_boxed_slice(),
+            len: 0,
+        }
+    }
+
+    #[inline]
+    pub(crate) fn as_slice(&self) -> &[Frame] {
+        &self.buf[..self.len]
+    }
+
+    pub(crate) fn capacity(&self) -> usize {
+        self.buf.len()
+    }
+}
+
+impl std::ops::Deref for FrameBuf {
+    type Target = [Frame];
+    #[inline]
+    fn deref(&self) -> &[Frame] {
+        self.as_slice()
+    }
+}
+
+/// Walks a stack into `out` (emptied first, at most `max_depth` frames and
+/// its capacity): the whole stack, or with the heuristic its leaf side, the
+/// rest being the previous capture's last [`Walk::tail`] frames.
 ///
 /// The capture-point frame comes first; every frame must have its address inside a
 /// module, and the walk ends ([`Stop::OutsideModules`]) at the first that does not: a
@@ -124,19 +160,20 @@ pub(crate) fn walk<S: StepUnwinder, R: ReadStack + ?Sized>(
     steps: &mut S,
     input: &WalkInput<'_>,
     read: &mut R,
-    out: &mut Vec<Frame>,
+    out: &mut FrameBuf,
 ) -> Walk {
-    out.clear();
+    out.len = 0;
+    let limit = input.max_depth.min(out.buf.len());
+    let buf = &mut out.buf[..limit];
+    // Frames written to `buf`: all unwound ones until the walk ends.
+    let mut n = 0;
     let prev = input.prev;
-    let mut unwound = 0;
     let mut skipped = 0;
-    let mut skipping = true;
     // First index of `prev` whose sp is not below the current frame's.
     let mut cursor = 0;
     // `prev` index matched by the frame just pushed (for the second-match policy).
     let mut pending: Option<usize> = None;
     let mut candidate = input.first;
-    let mut is_first = true;
     // Text range of the module the previous frame was in: most callers are in the same one.
     let mut known = input.text.0..input.text.1;
     // The capture point in code no module covers: a library whose
@@ -149,26 +186,49 @@ pub(crate) fn walk<S: StepUnwinder, R: ReadStack + ?Sized>(
             None => return outside_first(input, out),
         }
     }
-    let stop = loop {
-        if !is_first && !known.contains(&candidate.ra) {
-            match input.modules.text_of(candidate.ra) {
-                Some(t) => known = t,
-                None => break Stop::OutsideModules(candidate.ra),
+    // One step: the next frame becomes the candidate (in a module), or
+    // `Err` with how the walk ends.
+    macro_rules! step {
+        ($step:expr) => {
+            match $step {
+                Step::Frame(f) if input.modules.is_stack_root(f.ra) => Err(Stop::Complete),
+                Step::Frame(f) => {
+                    candidate = f;
+                    if known.contains(&f.ra) {
+                        Ok(())
+                    } else {
+                        match input.modules.text_of(f.ra) {
+                            Some(t) => {
+                                known = t;
+                                Ok(())
+                            }
+                            None => Err(Stop::OutsideModules(f.ra)),
+                        }
+                    }
+                }
+                Step::End => Err(Stop::Complete),
+                Step::Failed(e) => Err(Stop::Failed(e)),
             }
-        }
-        is_first = false;
-        if skipping && input.skip.contains(&candidate.ra) {
+        };
+    }
+    let stop = 'walk: {
+        // The leading frames in the skip range: dropped.
+        while input.skip.contains(&candidate.ra) {
             skipped += 1;
             if skipped > MAX_SKIPPED {
-                break Stop::Failed(StepError::TooManySkipped(MAX_SKIPPED));
+                break 'walk Stop::Failed(StepError::TooManySkipped(MAX_SKIPPED));
             }
-        } else {
-            skipping = false;
-            if out.len() >= input.max_depth {
+            if let Err(stop) = step!(skipped_step(steps, read)) {
+                break 'walk stop;
+            }
+        }
+        // The others, each written, then matched against the previous capture.
+        loop {
+            let Some(slot) = buf.get_mut(n) else {
                 break Stop::Depth;
-            }
-            out.push(candidate);
-            unwound += 1;
+            };
+            *slot = candidate;
+            n += 1;
             if input.policy != Policy::Never {
                 cursor = advance(prev, cursor, candidate.sp);
                 if prev.get(cursor).is_some_and(|p| same_frame(p, &candidate)) {
@@ -178,17 +238,20 @@ pub(crate) fn walk<S: StepUnwinder, R: ReadStack + ?Sized>(
                         Policy::Never => false,
                     };
                     let rest = prev.get(cursor + 1..).unwrap_or(&[]);
-                    let room = input.max_depth.saturating_sub(out.len());
+                    let room = limit - n;
                     let take = rest.len().min(room);
                     if confirmed && (!input.check_reused || read.holds_frames(&rest[..take])) {
                         // The whole root side: left where it is in `prev`
                         // (`Walk::tail`). Cut by the depth limit: copied.
+                        let unwound = n;
                         let stop = if take < rest.len() {
-                            out.extend_from_slice(&rest[..take]);
+                            buf[n..n + take].copy_from_slice(&rest[..take]);
+                            n += take;
                             Stop::Depth
                         } else {
                             Stop::Reused
                         };
+                        out.len = n;
                         return Walk {
                             unwound,
                             reused: take,
@@ -201,20 +264,27 @@ pub(crate) fn walk<S: StepUnwinder, R: ReadStack + ?Sized>(
                     pending = None;
                 }
             }
-        }
-        match steps.step(read) {
-            Step::Frame(f) if input.modules.is_stack_root(f.ra) => break Stop::Complete,
-            Step::Frame(f) => candidate = f,
-            Step::End => break Stop::Complete,
-            Step::Failed(e) => break Stop::Failed(e),
+            if let Err(stop) = step!(steps.step(read)) {
+                break stop;
+            }
         }
     };
+    out.len = n;
     Walk {
-        unwound,
+        unwound: n,
         reused: 0,
         stop,
         text: (known.start, known.end),
     }
+}
+
+/// The step from a skipped frame (the tracer's own: rare, the allocator
+/// exports start at the program's frame), out of line so that the walk's
+/// loop holds the one inlined copy of the step.
+#[cold]
+#[inline(never)]
+fn skipped_step<S: StepUnwinder, R: ReadStack + ?Sized>(steps: &mut S, read: &mut R) -> Step {
+    steps.step(read)
 }
 
 /// The first index at or after `from` of a frame of `prev` (sorted by `sp`)
@@ -253,11 +323,12 @@ fn same_frame(a: &Frame, b: &Frame) -> bool {
 /// skipped), ended there.
 #[cold]
 #[inline(never)]
-fn outside_first(input: &WalkInput<'_>, out: &mut Vec<Frame>) -> Walk {
+fn outside_first(input: &WalkInput<'_>, out: &mut FrameBuf) -> Walk {
     let f = input.first;
-    let keep = !input.skip.contains(&f.ra) && input.max_depth > 0;
+    let keep = !input.skip.contains(&f.ra) && input.max_depth > 0 && out.capacity() > 0;
     if keep {
-        out.push(f);
+        out.buf[0] = f;
+        out.len = 1;
     }
     Walk {
         unwound: usize::from(keep),
@@ -288,7 +359,7 @@ mod tests {
             prev,
             text: (0, 0),
         };
-        let mut out = Vec::with_capacity(max_depth);
+        let mut out = FrameBuf::with_capacity(max_depth);
         let cap = out.capacity();
         let w = walk(
             &mut FpSteps::new(st.regs),
@@ -297,6 +368,7 @@ mod tests {
             &mut out,
         );
         assert_eq!(out.capacity(), cap, "the output buffer grew");
+        let mut out = out.to_vec();
         out.extend_from_slice(&prev[prev.len() - w.tail()..]);
         (out, w)
     }
