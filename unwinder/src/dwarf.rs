@@ -78,13 +78,15 @@ fn framehop_step<R: ReadStack + ?Sized>(
 }
 
 impl StepUnwinder for DwarfSteps<'_> {
+    /// The common step (a learned rule gives the caller's frame, its stack
+    /// pointer above) inline; every other outcome out of line, so that the
+    /// walk keeps its registers.
     #[inline(always)]
     fn step<R: ReadStack + ?Sized>(&mut self, read: &mut R) -> Step {
         let Some(address) = self.next else {
             return Step::End;
         };
         let old_sp = self.regs.sp;
-        let old_bp = self.regs.bp;
         // framehop reads the return address at `new_sp - 8`; with a zero offset rule and a
         // tiny stack pointer that would wrap. No real stack lives there.
         if old_sp < 8 {
@@ -95,57 +97,88 @@ impl StepUnwinder for DwarfSteps<'_> {
             .rules
             .lookup(self.unwinder, &mut self.cache.framehop, address);
         let is_first = !address.is_return_address();
-        let result = match exec(rule, is_first, &mut self.regs, read) {
-            Exec::Frame(ra) => Ok(Some(ra)),
-            Exec::End => Ok(None),
-            Exec::Read(a) => Err(framehop::Error::CouldNotReadStack(a)),
-            Exec::Framehop => {
-                let (result, regs) = framehop_step(
+        match exec(rule, is_first, &mut self.regs, read) {
+            Exec::Frame(ra) if self.regs.sp > old_sp => {
+                self.next = FrameAddress::from_return_address(ra);
+                Step::Frame(Frame {
+                    ra,
+                    sp: self.regs.sp,
+                })
+            }
+            other => {
+                let (step, regs, next) = other_outcome(
                     self.unwinder,
                     &mut self.cache.framehop,
+                    other,
                     address,
                     self.regs,
+                    old_sp,
                     read,
                 );
                 self.regs = regs;
-                result
-            }
-        };
-        match result {
-            Ok(Some(ra)) => {
-                let sp = self.regs.sp;
-                if sp <= old_sp {
-                    self.next = None;
-                    return Step::Failed(StepError::NotIncreasing {
-                        from: old_sp,
-                        to: sp,
-                    });
-                }
-                self.next = FrameAddress::from_return_address(ra);
-                Step::Frame(Frame { ra, sp })
-            }
-            Ok(None) => {
-                self.next = None;
-                Step::End
-            }
-            // A zero frame pointer is how the x86_64 ABI marks the outermost
-            // frame (`_start`, and the dynamic loader's `_dl_start_user`,
-            // which clears rbp before running the libraries' constructors
-            // and has no CFI): framehop's frame-pointer fallback reports it
-            // as a step backwards. The stack is complete there, not broken.
-            Err(framehop::Error::FramepointerUnwindingMovedBackwards) if old_bp == 0 => {
-                self.next = None;
-                Step::End
-            }
-            Err(e) => {
-                self.next = None;
-                Step::Failed(match e {
-                    framehop::Error::CouldNotReadStack(a) => StepError::Read(a),
-                    other => StepError::Unwinder(other),
-                })
+                self.next = next;
+                step
             }
         }
     }
+}
+
+/// A step's outcome other than a frame above the previous one: the end, a
+/// failure, or a step framehop takes itself. `regs` are the registers before
+/// the step unless `outcome` is a frame. Returns the step, the registers
+/// after it and the next address to look up (values, not the walk's
+/// `DwarfSteps`, so that the walk's state can stay in registers).
+#[cold]
+#[inline(never)]
+fn other_outcome<R: ReadStack + ?Sized>(
+    unwinder: &DwarfUnwinder,
+    framehop: &mut DwarfCache,
+    outcome: Exec,
+    address: FrameAddress,
+    mut regs: StepRegs,
+    old_sp: u64,
+    read: &mut R,
+) -> (Step, StepRegs, Option<FrameAddress>) {
+    let old_bp = regs.bp;
+    let result = match outcome {
+        Exec::Frame(ra) => Ok(Some(ra)),
+        Exec::End => Ok(None),
+        Exec::Read(a) => Err(framehop::Error::CouldNotReadStack(a)),
+        Exec::Framehop => {
+            let (result, after) = framehop_step(unwinder, framehop, address, regs, read);
+            regs = after;
+            result
+        }
+    };
+    let step = match result {
+        Ok(Some(ra)) => {
+            let sp = regs.sp;
+            if sp <= old_sp {
+                Step::Failed(StepError::NotIncreasing {
+                    from: old_sp,
+                    to: sp,
+                })
+            } else {
+                return (
+                    Step::Frame(Frame { ra, sp }),
+                    regs,
+                    FrameAddress::from_return_address(ra),
+                );
+            }
+        }
+        Ok(None) => Step::End,
+        // A zero frame pointer is how the x86_64 ABI marks the outermost
+        // frame (`_start`, and the dynamic loader's `_dl_start_user`,
+        // which clears rbp before running the libraries' constructors
+        // and has no CFI): framehop's frame-pointer fallback reports it
+        // as a step backwards. The stack is complete there, not broken.
+        Err(framehop::Error::FramepointerUnwindingMovedBackwards) if old_bp == 0 => Step::End,
+        Err(e) => Step::Failed(match e {
+            framehop::Error::CouldNotReadStack(a) => StepError::Read(a),
+            other => StepError::Unwinder(other),
+        }),
+    };
+    (step, regs, None)
 }
 
 #[cfg(test)]

@@ -212,13 +212,15 @@ pub(crate) fn walk<S: StepUnwinder, R: ReadStack + ?Sized>(
         };
     }
     let stop = 'walk: {
-        // The leading frames in the skip range: dropped.
+        // The leading frames in the skip range: dropped. (The step is
+        // inlined here too: out of line it would take the steps' state by
+        // reference, and that state would live in memory for the main loop.)
         while input.skip.contains(&candidate.ra) {
             skipped += 1;
             if skipped > MAX_SKIPPED {
                 break 'walk Stop::Failed(StepError::TooManySkipped(MAX_SKIPPED));
             }
-            if let Err(stop) = step!(skipped_step(steps, read)) {
+            if let Err(stop) = step!(steps.step(read)) {
                 break 'walk stop;
             }
         }
@@ -276,15 +278,6 @@ pub(crate) fn walk<S: StepUnwinder, R: ReadStack + ?Sized>(
         stop,
         text: (known.start, known.end),
     }
-}
-
-/// The step from a skipped frame (the tracer's own: rare, the allocator
-/// exports start at the program's frame), out of line so that the walk's
-/// loop holds the one inlined copy of the step.
-#[cold]
-#[inline(never)]
-fn skipped_step<S: StepUnwinder, R: ReadStack + ?Sized>(steps: &mut S, read: &mut R) -> Step {
-    steps.step(read)
 }
 
 /// The first index at or after `from` of a frame of `prev` (sorted by `sp`)
