@@ -325,7 +325,12 @@ impl ThreadUnwinder {
         let tail = w.tail();
         let prev = self.stack.as_slice();
         let unchanged_root = if complete && prev_complete {
-            tail + common_root_len(&self.walked, &prev[..prev.len() - tail])
+            if w.stop == Stop::Reused {
+                // The walk counted its matched frames below the tail.
+                tail + w.matched
+            } else {
+                tail + common_root_len(&self.walked, &prev[..prev.len() - tail])
+            }
         } else {
             0
         };
@@ -1119,12 +1124,13 @@ mod tests {
                 seq in vec(vec((0usize..6, 0u64..4), 0..8), 1..12),
                 second in any::<bool>(),
                 reseed_every in 0u64..4,
+                check_reused in any::<bool>(),
             ) {
                 const RAS: [u64; 6] = [0x2010, 0x2110, 0x2210, 0x2310, 0x2410, 0x2510];
                 let mode = if second { Mode::Second } else { Mode::First };
                 let mut t = ThreadUnwinder::with_steps(
                     mode,
-                    HeuristicConfig { reseed_every, ..cfg(64) },
+                    HeuristicConfig { reseed_every, check_reused, ..cfg(64) },
                     StepKind::Fp,
                 );
                 let mut before: Vec<Frame> = Vec::new();

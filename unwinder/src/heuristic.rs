@@ -69,6 +69,14 @@ pub(crate) struct Walk {
     /// Frames taken from the previous capture.
     pub(crate) reused: usize,
     pub(crate) stop: Stop,
+    /// When the walk ends [`Stop::Reused`]: how many of its last frames
+    /// are, leaf to root, the previous capture's frames just below the
+    /// reused ones, all matched one after the other (at least the match
+    /// that ended it). With the reused tail, the root side the two stacks
+    /// share: what `common_root_len` would count, found without comparing
+    /// again (`prev` and the walk both ascend strictly, so a frame equal to
+    /// `prev[i]` is the one matched at `i`). 0 otherwise.
+    pub(crate) matched: usize,
     /// Text range `[start, end)` of the module the last frame checked was
     /// in (a hint for the next walk over the same module table).
     pub(crate) text: (u64, u64),
@@ -173,6 +181,9 @@ pub(crate) fn walk<S: StepUnwinder, R: ReadStack + ?Sized>(
     let mut cursor = 0;
     // `prev` index matched by the frame just pushed (for the second-match policy).
     let mut pending: Option<usize> = None;
+    // Frames matched one after the other (at consecutive `prev` indices),
+    // up to the one just pushed if it matched.
+    let mut matched = 0;
     let mut candidate = input.first;
     // Text range of the module the previous frame was in: most callers are in the same one.
     let mut known = input.text.0..input.text.1;
@@ -234,9 +245,11 @@ pub(crate) fn walk<S: StepUnwinder, R: ReadStack + ?Sized>(
             if input.policy != Policy::Never {
                 cursor = advance(prev, cursor, candidate.sp);
                 if prev.get(cursor).is_some_and(|p| same_frame(p, &candidate)) {
+                    let consecutive = pending.is_some_and(|p| p + 1 == cursor);
+                    matched = if consecutive { matched + 1 } else { 1 };
                     let confirmed = match input.policy {
                         Policy::First => true,
-                        Policy::Second => pending.is_some_and(|p| p + 1 == cursor),
+                        Policy::Second => consecutive,
                         Policy::Never => false,
                     };
                     let rest = prev.get(cursor + 1..).unwrap_or(&[]);
@@ -258,6 +271,7 @@ pub(crate) fn walk<S: StepUnwinder, R: ReadStack + ?Sized>(
                             unwound,
                             reused: take,
                             stop,
+                            matched,
                             text: (known.start, known.end),
                         };
                     }
@@ -276,6 +290,7 @@ pub(crate) fn walk<S: StepUnwinder, R: ReadStack + ?Sized>(
         unwound: n,
         reused: 0,
         stop,
+        matched: 0,
         text: (known.start, known.end),
     }
 }
@@ -327,6 +342,7 @@ fn outside_first(input: &WalkInput<'_>, out: &mut FrameBuf) -> Walk {
         unwound: usize::from(keep),
         reused: 0,
         stop: Stop::OutsideModules(f.ra),
+        matched: 0,
         text: (input.text.0, input.text.1),
     }
 }
