@@ -688,11 +688,16 @@ pub fn snapshot_if_due(t: &Tracer, core: &mut Core) {
         }
     };
     let name = spill_name(t);
-    // A directory the tracer made for its snapshots goes with them; one
-    // that was there (`WMHCCT_SPILL_DIR`, another run's) stays.
+    // A directory the tracer made for its snapshots goes with them, and so
+    // does the default one beside the report, which only tracers make: in a
+    // job another rank may have made it, and whichever rank removes the
+    // last snapshot in it removes it (until 2026-11-27 only the rank that
+    // made it tried, and left it when the others' were still there). One
+    // that `WMHCCT_SPILL_DIR` names and that was there stays.
     let target = spill_target(t).0;
     let pid = std::process::id();
     let made = !target.is_dir()
+        || t.config.spill_dir.is_none()
         || t.snapshot.lock().as_ref().is_some_and(|s| {
             s.pid == pid && s.made_dir && s.path.parent() == Some(target.as_path())
         });
@@ -732,7 +737,8 @@ pub struct Snapshot {
     /// the file).
     pid: u32,
     path: PathBuf,
-    /// The tracer made its directory.
+    /// Its directory goes when it is empty: the tracer made it, or it is
+    /// the default one beside the report ([`snapshot_if_due`]).
     made_dir: bool,
 }
 

@@ -168,7 +168,14 @@ impl ThreadState {
 /// exit, which the program never did). The thread's state is handed back to
 /// the process by a pthread key destructor; `pthread_key_create` and
 /// `pthread_setspecific` on an early key do not allocate.
-pub struct Slot(Cell<*mut ThreadState>);
+pub struct Slot {
+    state: Cell<*mut ThreadState>,
+    /// A state was made for this thread before: one made again (for a
+    /// pthread key destructor that allocates after ours ran, in a later
+    /// round) is not another thread. Until 2026-11-27 a destructor that
+    /// allocated in 4 rounds made each thread count 4 times.
+    made: Cell<bool>,
+}
 
 /// Its destructor hands the thread's state back when the thread exits.
 static KEY: ThreadKey = ThreadKey::new(exit_thread);
@@ -189,7 +196,10 @@ extern "C" fn exit_thread(p: *mut libc::c_void) {
 
 impl Slot {
     pub const fn new() -> Slot {
-        Slot(Cell::new(std::ptr::null_mut()))
+        Slot {
+            state: Cell::new(std::ptr::null_mut()),
+            made: Cell::new(false),
+        }
     }
 
     /// The thread's state, created on first use.
@@ -199,7 +209,7 @@ impl Slot {
     #[allow(clippy::mut_from_ref)]
     #[inline]
     pub fn get(&self, cfg: &Config) -> &mut ThreadState {
-        let mut p = self.0.get();
+        let mut p = self.state.get();
         if p.is_null() {
             p = self.create(cfg);
         }
@@ -215,21 +225,25 @@ impl Slot {
     fn create(&self, cfg: &Config) -> *mut ThreadState {
         // pthread_getattr_np, pthread_key_create and pthread_setspecific
         // allocate through the exported functions: hidden.
+        let again = self.made.replace(true);
         let p = crate::guard::hidden(|| {
-            let p = Box::into_raw(Box::new(ThreadState::new(cfg)));
+            let p = Box::into_raw(Box::new(ThreadState {
+                counted: again,
+                ..ThreadState::new(cfg)
+            }));
             if let Some(k) = KEY.get() {
                 // SAFETY: a valid key; the value is our own pointer.
                 unsafe { libc::pthread_setspecific(k, p.cast()) };
             }
             p
         });
-        self.0.set(p);
+        self.state.set(p);
         p
     }
 
     /// The thread's own stack, if its state exists.
     pub fn own_stack(&self) -> Option<OwnStack> {
-        let p = self.0.get();
+        let p = self.state.get();
         // SAFETY: a non-null pointer is this thread's live state; only a
         // `Copy` field is read, while the guard keeps every other use of
         // the state out.
@@ -238,11 +252,11 @@ impl Slot {
 
     /// Whether the thread's state exists.
     pub fn is_set(&self) -> bool {
-        !self.0.get().is_null()
+        !self.state.get().is_null()
     }
 
     /// Forget the state (its owner, the key destructor, frees it).
     pub fn clear(&self) {
-        self.0.set(std::ptr::null_mut());
+        self.state.set(std::ptr::null_mut());
     }
 }

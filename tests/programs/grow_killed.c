@@ -7,9 +7,11 @@
  * the OOM killer kills a process whose heap has just grown.
  *
  * With -DWITH_MPI every rank starts MPI; only rank 1 grows and is killed,
- * the others wait in a barrier until mpirun ends the job.
+ * the others wait in a barrier until mpirun ends the job. "both" (MPI
+ * only): rank 1 grows and frees, then rank 0, and the job ends normally,
+ * each rank with a snapshot in the spill directory rank 1 made.
  *
- *   grow_killed N exit|kill|kill-at-once */
+ *   grow_killed N exit|kill|kill-at-once|both */
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -65,7 +67,13 @@ int main(int argc, char **argv) {
     int rank;
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-    if (rank == 1) grow(mib, kill_at_end, at_once);
+    if (argc > 2 && strcmp(argv[2], "both") == 0) {
+        if (rank == 1) grow(mib, 0, 0);
+        MPI_Barrier(MPI_COMM_WORLD);
+        if (rank == 0) grow(mib, 0, 0);
+    } else if (rank == 1) {
+        grow(mib, kill_at_end, at_once);
+    }
     MPI_Barrier(MPI_COMM_WORLD);
     MPI_Finalize();
 #else

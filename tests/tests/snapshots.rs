@@ -188,6 +188,44 @@ fn a_normal_end_removes_the_snapshots_and_zero_takes_none() {
     assert!(!spill_of(&h5).exists());
 }
 
+/// A job whose ranks both left snapshots in the spill directory, and which
+/// ends normally: the report, and no spill directory. Rank 1 made it and
+/// leaves `MPI_Finalize` first, while rank 0's snapshot is still there
+/// (rank 0 writes the report); until 2026-11-27 only the rank that made
+/// the directory tried to remove it, and the empty directory stayed.
+#[test]
+fn a_job_that_ends_normally_leaves_no_spill_directory() {
+    let w = WorkDir::new("snapshot-mpi-end");
+    let exe = mpi_compile("mpicc", "grow_killed.c", &w.path, &["-DWITH_MPI"]);
+    let h5 = w.join("job.h5");
+    let out = launch(
+        Launcher::OpenMpi,
+        2,
+        &exe,
+        &["8", "both"],
+        &w.path,
+        Some(&h5),
+        &[("WMHCCT_SNAPSHOT", "4MiB")],
+    );
+    assert_eq!(out.code, 0, "{}", out.describe());
+    assert_eq!(
+        out.stdout.matches("grew to 8 MiB").count(),
+        2,
+        "{}",
+        out.describe()
+    );
+    assert!(h5.is_file(), "{}", out.describe());
+    assert!(
+        !spill_of(&h5).exists(),
+        "{:?}\n{}",
+        files_in(&spill_of(&h5)),
+        out.describe()
+    );
+    let r = report_json(&h5);
+    assert_eq!(u64_of(&r["ranks"]), 2);
+    assert!(u64_of(&r["peak_bytes"]) >= 8 * MIB, "{}", summary(&r));
+}
+
 /// An MPI job where rank 1 is killed by SIGKILL: mpirun ends the others
 /// with SIGTERM, which leave their profiles; rank 1's last snapshot is its
 /// file in the same spill directory, and the merged job report has its

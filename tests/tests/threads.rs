@@ -79,3 +79,36 @@ fn storm(name: &str, env: &[(&str, &str)]) {
         r["heap"]
     );
 }
+
+/// Threads whose key destructors allocate in 4 rounds, after the tracer's
+/// own destructor has handed their state back: each thread counts once
+/// (11 threads, the main one too), and every round's allocation is in the
+/// totals. Until 2026-11-27 each round after the first counted the thread
+/// again (41 threads).
+#[test]
+fn destructor_rounds_do_not_count_a_thread_again() {
+    for placement in ["inline", "thread"] {
+        let w = WorkDir::new(&format!("key-rounds-{placement}"));
+        let exe = compile("key_rounds.c", &w.path, Opt::Debug, &["-pthread"]);
+        let h5 = w.join("k.h5");
+        let out = run_traced(
+            &exe,
+            &["10", "4"],
+            &w.path,
+            &h5,
+            &[("WMHCCT_COLLECTOR", placement)],
+        );
+        assert_eq!(out.code, 0, "{}", out.describe());
+        assert_eq!(
+            out.stdout,
+            "10 threads, 4 destructor rounds: 40 mallocs of 64 bytes\n"
+        );
+        let r = report_json(&h5);
+        assert_eq!(u64_of(&r["ranks_detail"][0]["threads"]), 11, "{placement}");
+        let rounds: u64 = contexts_with(&r, "malloc", "round_scratch")
+            .iter()
+            .map(|c| u64_of(&c["count"]))
+            .sum();
+        assert_eq!(rounds, 40, "{placement}");
+    }
+}
