@@ -52,7 +52,11 @@ fn allocations_on_switched_stacks_are_traced_without_harm() {
         assert_eq!(u64_of(&r["heap"]["unknown_frees"]), 0, "{mode}");
         assert_eq!(u64_of(&r["unwind"]["errors"]), 0, "{mode}: {}", r["unwind"]);
         if mode == "fp" {
-            // No frame pointers: one frame per stack, but no harm either.
+            // No frame pointers: one frame per stack, but no harm either;
+            // and the accuracy says so, measured against DWARF (it was
+            // measured against another frame-pointer walk and read 1.0).
+            let acc = r["unwind"]["accuracy"].as_f64();
+            assert!(acc.is_some_and(|a| a < 0.5), "fp: {}", r["unwind"]);
             continue;
         }
         assert_eq!(
