@@ -101,6 +101,14 @@ fn plain_hdf5_error(e: hdf5::Error) -> hdf5::Error {
     }
 }
 
+/// A string read from a report: its bytes as UTF-8, any invalid sequence
+/// replaced by U+FFFD. (`VarLenUnicode::as_str` does not check them: a
+/// damaged or foreign file's bytes became a `String` that was not UTF-8,
+/// which read in this process and failed in the isolated reader's answer.)
+fn text(s: &VarLenUnicode) -> String {
+    String::from_utf8_lossy(s.as_bytes()).into_owned()
+}
+
 pub(crate) fn vstr(s: &str) -> VarLenUnicode {
     let clean: String = s.chars().filter(|&c| c != '\0').collect();
     VarLenUnicode::from_str(&clean).unwrap_or_default()
@@ -683,7 +691,7 @@ pub(crate) fn get_opt<T: H5Type>(loc: &Location, name: &str) -> Result<Option<T>
 }
 
 pub(crate) fn get_str(loc: &Location, name: &str) -> Result<String> {
-    get::<VarLenUnicode>(loc, name).map(|s| s.as_str().to_string())
+    get::<VarLenUnicode>(loc, name).map(|s| text(&s))
 }
 
 fn prefix(loc: &Location) -> String {
@@ -745,7 +753,7 @@ pub(crate) fn read_here(path: &Path) -> Result<(Profile, Symbols)> {
         .map_err(|_| ReportError::Corrupt("missing attribute args".into()))?;
     let meta = Meta {
         program: get_str(&f, "program")?,
-        args: args.iter().map(|a| a.as_str().to_string()).collect(),
+        args: args.iter().map(text).collect(),
         hostname: get_str(&f, "hostname")?,
         pid: get(&f, "pid")?,
         start_unix_ns: get(&f, "start_unix_ns")?,
@@ -771,7 +779,7 @@ pub(crate) fn read_here(path: &Path) -> Result<(Profile, Symbols)> {
     let totals = get_rows::<TotalRow>(&f, "totals")?
         .into_iter()
         .map(|r| KindTotal {
-            kind: r.kind.as_str().to_string(),
+            kind: text(&r.kind),
             count: r.count,
             bytes: r.bytes,
         })
@@ -788,8 +796,8 @@ pub(crate) fn read_here(path: &Path) -> Result<(Profile, Symbols)> {
     let modules = get_rows::<ModuleRow>(&f, "modules")?
         .into_iter()
         .map(|r| Module {
-            path: r.path.as_str().to_string(),
-            build_id: r.build_id.as_str().to_string(),
+            path: text(&r.path),
+            build_id: text(&r.build_id),
             bias: r.bias,
             start: r.start,
             end: r.end,
@@ -902,8 +910,8 @@ fn read_frames(g: &Group, version: u32) -> Result<Vec<Frame>> {
         return Ok(rows
             .into_iter()
             .map(|r| Frame {
-                function: r.function.as_str().to_string(),
-                file: r.file.as_str().to_string(),
+                function: text(&r.function),
+                file: text(&r.file),
                 line: r.line,
             })
             .collect());
@@ -911,16 +919,13 @@ fn read_frames(g: &Group, version: u32) -> Result<Vec<Frame>> {
     let strings = get_rows::<VarLenUnicode>(g, "strings")?;
     let rows = get_rows::<FrameIndexRow>(g, "frames")?;
     let text = |i: u32, row: usize| -> Result<String> {
-        strings
-            .get(i as usize)
-            .map(|s| s.as_str().to_string())
-            .ok_or_else(|| {
-                ReportError::Corrupt(format!(
-                    "{}: frame {row}: string {i} of {}",
-                    g.name(),
-                    strings.len()
-                ))
-            })
+        strings.get(i as usize).map(text).ok_or_else(|| {
+            ReportError::Corrupt(format!(
+                "{}: frame {row}: string {i} of {}",
+                g.name(),
+                strings.len()
+            ))
+        })
     };
     rows.iter()
         .enumerate()
@@ -1066,9 +1071,9 @@ fn read_ranks(g: &Group) -> Result<Vec<RankSummary>> {
         .into_iter()
         .map(|r| RankSummary {
             rank: r.rank,
-            hostname: r.hostname.as_str().to_string(),
+            hostname: text(&r.hostname),
             pid: r.pid,
-            reason: r.reason.as_str().to_string(),
+            reason: text(&r.reason),
             totals: Vec::new(),
             heap: HeapStats {
                 peak_bytes: r.peak_bytes,
@@ -1083,7 +1088,7 @@ fn read_ranks(g: &Group) -> Result<Vec<RankSummary>> {
                 size_classes: Vec::new(),
             },
             unwind: UnwindStats {
-                mode: r.unwind_mode.as_str().to_string(),
+                mode: text(&r.unwind_mode),
                 events: r.unwind_events,
                 frames_unwound: r.frames_unwound,
                 frames_reused: r.frames_reused,
@@ -1121,7 +1126,7 @@ fn read_ranks(g: &Group) -> Result<Vec<RankSummary>> {
             ReportError::Corrupt(format!("ranks/totals names rank index {}", t.rank_index))
         })?;
         r.totals.push(KindTotal {
-            kind: t.kind.as_str().to_string(),
+            kind: text(&t.kind),
             count: t.count,
             bytes: t.bytes,
         });

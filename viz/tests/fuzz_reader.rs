@@ -571,3 +571,24 @@ fn internal_subcommand_is_not_listed() {
     assert!(out.contains("report"), "{out}");
     assert!(!out.contains("__read-report"), "{out}");
 }
+
+/// A string that is not UTF-8 in a report (a damaged or foreign file:
+/// wmhcct writes only UTF-8) reads with U+FFFD in its place. HDF5's strings
+/// were taken as UTF-8 unchecked: in this process such a report read, but
+/// through the isolated reader (an unsealed file) it failed with "profile
+/// body is corrupt: string is not valid utf8".
+#[test]
+fn a_string_that_is_not_utf8_reads_with_a_replacement_character() {
+    let (dir, _h5, sealed) = setup();
+    let mut bytes = unsealed(&sealed);
+    let at = bytes
+        .windows(4)
+        .position(|w| w == b"fuzz")
+        .expect("the hostname's bytes");
+    bytes[at] = 0xd2;
+    let bad = dir.path().join("not-utf8.h5");
+    std::fs::write(&bad, &bytes).unwrap();
+    let (code, out, err, _) = wmhcct(&["report".as_ref(), "--json".as_ref(), bad.as_os_str()]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("\"hostname\": \"\u{FFFD}uzz\""), "{out}");
+}
