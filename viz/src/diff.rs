@@ -442,13 +442,18 @@ fn render_text(
         );
         return s;
     }
+    let shown = list.len().min(args.top);
     let _ = writeln!(
         s,
-        "\n{} {what}{through} changed ({matched} matched by {by}); the {} largest changes:",
+        "\n{} {what}{through} changed ({matched} matched by {by}){}",
         list.len(),
-        list.len().min(args.top)
+        match shown {
+            // `--top 0`: the totals alone, without a heading for no list.
+            0 => ".".to_string(),
+            n => format!("; the {n} largest changes:"),
+        }
     );
-    if args.group != Group::Context && !(a.config.exact && b.config.exact) {
+    if shown > 0 && args.group != Group::Context && !(a.config.exact && b.config.exact) {
         let _ = writeln!(
             s,
             "  (sums over every context the reports hold, also those below the hotness \

@@ -1244,3 +1244,32 @@ fn bad_option_values_are_usage_errors() {
         String::from_utf8_lossy(&ok.stderr)
     );
 }
+
+/// `diff --top 0`: the totals and how many contexts changed, without a
+/// heading for a list of none (it said "the 0 largest changes:").
+#[test]
+fn diff_top_zero_gives_the_totals_without_an_empty_list() {
+    let dir = tempfile::tempdir().unwrap();
+    let a = write_profile(dir.path(), "a.wmprof", &sample(None));
+    let mut more = sample(None);
+    more.trees[0].nodes[4].count = 60;
+    more.trees[0].nodes[4].bytes = 600;
+    let b = write_profile(dir.path(), "b.wmprof", &more);
+    let text = |top: &str| {
+        let o = run(&[
+            os("diff"),
+            a.as_os_str(),
+            b.as_os_str(),
+            os("--top"),
+            os(top),
+        ]);
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        String::from_utf8(o.stdout).unwrap()
+    };
+    let none = text("0");
+    assert!(none.contains(" contexts changed ("), "{none}");
+    assert!(!none.contains("largest"), "{none}");
+    let one = text("1");
+    assert!(one.contains("; the 1 largest changes:\n"), "{one}");
+    assert!(one.contains("calloc"), "{one}");
+}
