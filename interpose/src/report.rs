@@ -642,17 +642,24 @@ fn write_spill(t: &Tracer, bytes: &[u8], name: &str) -> Option<(PathBuf, PathBuf
     // writing (mpirun tears the job down once one rank is gone) leaves no
     // truncated `*.wmprof` for `wmhcct merge` to trip over.
     let tmp = dir.join(format!(".{name}.tmp"));
-    let result = std::fs::create_dir_all(&dir)
-        .map_err(|e| e.to_string())
-        .and_then(|_| {
-            crate::own_file::write(&tmp, bytes, false)
-                .and_then(|()| std::fs::rename(&tmp, &path))
-                .map_err(|e| {
-                    // Disk full: do not leave a partial profile behind.
-                    let _ = std::fs::remove_file(&tmp);
-                    e.to_string()
-                })
-        });
+    let attempt = || -> std::io::Result<()> {
+        std::fs::create_dir_all(&dir)?;
+        crate::own_file::write(&tmp, bytes, false)
+            .and_then(|()| std::fs::rename(&tmp, &path))
+            .inspect_err(|_| {
+                // Disk full: do not leave a partial profile behind.
+                let _ = std::fs::remove_file(&tmp);
+            })
+    };
+    // Another process that removed its last snapshot removes the default
+    // directory when it is empty, possibly between its making here and the
+    // write: made again, once.
+    let result = attempt()
+        .or_else(|e| match e.kind() {
+            std::io::ErrorKind::NotFound => attempt(),
+            _ => Err(e),
+        })
+        .map_err(|e| e.to_string());
     match result {
         Ok(()) => Some((dir, report)),
         Err(e) => {

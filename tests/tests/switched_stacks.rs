@@ -51,20 +51,19 @@ fn allocations_on_switched_stacks_are_traced_without_harm() {
         }
         assert_eq!(u64_of(&r["heap"]["unknown_frees"]), 0, "{mode}");
         assert_eq!(u64_of(&r["unwind"]["errors"]), 0, "{mode}: {}", r["unwind"]);
+        // Validated only where a heuristic stops early: `full` would check
+        // its own walk, and `fp` one frame-pointer walk against another (it
+        // read 1.0 here, with one frame per stack).
+        let accuracy = r["unwind"]["accuracy"].as_f64();
+        if mode == "fp" || mode == "full" {
+            assert_eq!(accuracy, None, "{mode}: {}", r["unwind"]);
+        } else {
+            assert_eq!(accuracy, Some(1.0), "{mode}: {}", r["unwind"]);
+        }
         if mode == "fp" {
-            // No frame pointers: one frame per stack, but no harm either;
-            // and the accuracy says so, measured against DWARF (it was
-            // measured against another frame-pointer walk and read 1.0).
-            let acc = r["unwind"]["accuracy"].as_f64();
-            assert!(acc.is_some_and(|a| a < 0.5), "fp: {}", r["unwind"]);
+            // No frame pointers: one frame per stack, but no harm either.
             continue;
         }
-        assert_eq!(
-            r["unwind"]["accuracy"].as_f64(),
-            Some(1.0),
-            "{mode}: {}",
-            r["unwind"]
-        );
         check_stacks(&r, mode);
     }
 }

@@ -27,12 +27,6 @@ pub struct ThreadUnwinder {
     mode: Mode,
     policy: Policy,
     steps: StepKind,
-    /// How a validation walks: DWARF for a thread made by
-    /// [`ThreadUnwinder::new`], whatever its mode (so `fp`'s accuracy is
-    /// its agreement with a full unwind; it was measured against another
-    /// frame-pointer walk, and always read 100 %), the given kind for
-    /// [`ThreadUnwinder::with_steps`].
-    check_steps: StepKind,
     cfg: HeuristicConfig,
     cache: StepCache,
     /// The latest capture: the result, and the next capture's reference.
@@ -77,7 +71,6 @@ impl ThreadUnwinder {
             mode,
             policy,
             steps,
-            check_steps: StepKind::Dwarf,
             cfg,
             cache: StepCache::new(),
             stack: RootAnchored::with_capacity(cfg.max_depth),
@@ -101,7 +94,6 @@ impl ThreadUnwinder {
     pub fn with_steps(mode: Mode, cfg: HeuristicConfig, steps: StepKind) -> Self {
         let mut t = Self::new(mode, cfg);
         t.steps = steps;
-        t.check_steps = steps;
         t
     }
 
@@ -203,12 +195,7 @@ impl ThreadUnwinder {
         } else {
             &mut self.walked
         };
-        let kind = if into_check {
-            self.check_steps
-        } else {
-            self.steps
-        };
-        let w = match kind {
+        let w = match self.steps {
             StepKind::Dwarf => {
                 let mut s = DwarfSteps::new(modules, &mut self.cache, regs);
                 walk(&mut s, &input, read, out)
