@@ -96,7 +96,6 @@ pub fn shell_quote(s: &str) -> String {
     }
 }
 
-/// A Slurm time limit: MIN, MIN:SEC, H:M:S, D-H, D-H:M or D-H:M:S.
 /// clap's parser for `--time`: a bad value is a usage error (exit 2), as
 /// any other option's.
 fn slurm_time(t: &str) -> Result<String, String> {
@@ -119,6 +118,7 @@ fn slurm_name(p: &str) -> Result<String, String> {
 const TIME_FORMS: &str = "not a Slurm time (MIN, MIN:SEC, H:M:S, D-H, D-H:M, D-H:M:S)";
 const NAME_CHARS: &str = "use letters, digits and _ - . , +";
 
+/// A Slurm time limit: MIN, MIN:SEC, H:M:S, D-H, D-H:M or D-H:M:S.
 fn valid_time(t: &str) -> bool {
     let (days, rest) = match t.split_once('-') {
         Some((d, r)) => (Some(d), r),
