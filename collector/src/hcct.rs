@@ -198,8 +198,11 @@ impl Hcct {
             Some(d) => (cur.path[d], cur.hashes[d]),
         };
         let mut failed = false;
-        for d in start..n {
-            let key = frames[n - 1 - d];
+        let levels = n - start;
+        cur.keys.reserve(levels);
+        cur.hashes.reserve(levels);
+        cur.path.reserve(levels + 1);
+        for &key in frames.get(..levels).unwrap_or(&[]).iter().rev() {
             // Computed from the frames alone: the next level's probe does
             // not wait for this level's node.
             hash = path_hash(hash, key, false);
@@ -267,7 +270,27 @@ impl Hcct {
     }
 
     /// Space-Saving update of item `item` with weights (1, bytes).
+    #[inline]
     fn update(&mut self, item: u32, bytes: u64, epoch: u64) {
+        // The common case: an item monitored in both weights. Both counters
+        // grow, in the node and in the queues; nothing enters or leaves.
+        if let (Some(n), Some([q0, q1])) = (self.tree.get_mut(item), self.queues.as_mut()) {
+            if n.slot[0] != NONE && n.slot[1] != NONE {
+                n.est[0] = n.est[0].saturating_add(1);
+                q0.add(n.slot[0], 1);
+                n.est[1] = n.est[1].saturating_add(bytes);
+                q1.add(n.slot[1], bytes);
+                self.count_stream(bytes);
+                return;
+            }
+        }
+        self.update_slow(item, bytes, epoch);
+    }
+
+    /// [`Hcct::update`] of an item not monitored in both weights, or in
+    /// exact mode.
+    #[inline(never)]
+    fn update_slow(&mut self, item: u32, bytes: u64, epoch: u64) {
         self.count_stream(bytes);
         let weights = [1u64, bytes];
         let mut victims = [NONE; 2];
