@@ -4,16 +4,24 @@
 /// root itself excluded; the last node is the context's item node), and the
 /// frame keys along it. The item node is pinned in its tree, so the whole
 /// path stays valid until the cursor moves or is released.
+///
+/// The three arrays are storage, never shorter than the path (a descent
+/// writes its levels in place, without growing them per level): the path is
+/// their first `levels` entries, and the item node after them in `path`.
 #[derive(Clone, Debug, Default)]
 pub struct Cursor {
     /// Id of the tree the path belongs to (0: none).
     pub(crate) owner: u64,
     /// Frame keys, root side first (one per path node except the item).
     pub(crate) keys: Vec<u64>,
-    /// Node indices: `keys.len()` frame nodes, then the item node.
+    /// Node indices: `levels` frame nodes, then the item node.
     pub(crate) path: Vec<u32>,
     /// Path hashes of the frame nodes (one per key).
     pub(crate) hashes: Vec<u64>,
+    /// Frame levels of the current path.
+    pub(crate) levels: usize,
+    /// The path is complete: `path[levels]` is its item node.
+    pub(crate) set: bool,
     /// Generation of the item node.
     pub(crate) leaf_gen: u32,
     /// The caller's number for the frames of the current path (0: none).
@@ -29,12 +37,16 @@ impl Cursor {
 
     /// Depth of the current context (frames plus the item node), 0 when unset.
     pub fn depth(&self) -> usize {
-        self.path.len()
+        self.path().len()
     }
 
     /// The node path, root side first.
     pub fn path(&self) -> &[u32] {
-        &self.path
+        if self.set {
+            self.path.get(..=self.levels).unwrap_or(&[])
+        } else {
+            &[]
+        }
     }
 
     /// Number the frames of the next event `stamp` (non-zero, one more per
@@ -58,9 +70,8 @@ impl Cursor {
 
     pub(crate) fn clear(&mut self) {
         self.owner = 0;
-        self.keys.clear();
-        self.path.clear();
-        self.hashes.clear();
+        self.levels = 0;
+        self.set = false;
         self.leaf_gen = 0;
         // The path is gone; a number already given to the next event's
         // frames stays theirs.
@@ -69,6 +80,23 @@ impl Cursor {
 
     /// The item node and its generation.
     pub(crate) fn leaf(&self) -> Option<(u32, u32)> {
-        self.path.last().map(|&l| (l, self.leaf_gen))
+        if !self.set {
+            return None;
+        }
+        self.path.get(self.levels).map(|&l| (l, self.leaf_gen))
+    }
+
+    /// Storage for paths of `levels` frame levels (and the item node).
+    pub(crate) fn room_for(&mut self, levels: usize) {
+        if self.keys.len() < levels || self.hashes.len() < levels || self.path.len() <= levels {
+            self.grow(levels);
+        }
+    }
+
+    #[cold]
+    fn grow(&mut self, levels: usize) {
+        self.keys.resize(levels.max(self.keys.len()), 0);
+        self.hashes.resize(levels.max(self.hashes.len()), 0);
+        self.path.resize((levels + 1).max(self.path.len()), 0);
     }
 }

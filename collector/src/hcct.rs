@@ -121,8 +121,10 @@ impl Hcct {
     /// Is the cursor's path a valid, pinned path of this tree?
     fn cursor_valid(&self, cur: &Cursor) -> bool {
         if cur.owner != self.id
-            || cur.path.len() != cur.keys.len() + 1
-            || cur.hashes.len() != cur.keys.len()
+            || !cur.set
+            || cur.keys.len() < cur.levels
+            || cur.hashes.len() < cur.levels
+            || cur.path.len() <= cur.levels
         {
             return false;
         }
@@ -162,7 +164,7 @@ impl Hcct {
         let n = frames.len();
         let mut start = 0;
         if old.is_some() && self.reuse_prefix {
-            let limit = n.min(cur.keys.len());
+            let limit = n.min(cur.levels);
             let hinted = unchanged.min(limit);
             let same = |d: usize| cur.keys[d] == frames[n - 1 - d];
             // Verify the hinted prefix (unless it is exact: relative to
@@ -182,36 +184,39 @@ impl Hcct {
         // The same context as the cursor's previous event (bursts of them
         // are common): its item node, pinned by the cursor, stays current.
         if let Some((l, g)) = old {
-            if start == n
-                && cur.keys.len() == n
-                && self.tree.get(l).is_some_and(|x| x.key == item_key)
+            if start == n && cur.levels == n && self.tree.get(l).is_some_and(|x| x.key == item_key)
             {
                 self.update(l, bytes, epoch);
                 return Some((l, g));
             }
         }
-        cur.keys.truncate(start);
-        cur.path.truncate(start);
-        cur.hashes.truncate(start);
+        cur.levels = start;
+        cur.set = false;
         let (mut node, mut hash) = match start.checked_sub(1) {
             None => (ROOT, ROOT_HASH),
             Some(d) => (cur.path[d], cur.hashes[d]),
         };
+        // The levels below the prefix are written in place.
+        cur.room_for(n);
         let mut failed = false;
-        let levels = n - start;
-        cur.keys.reserve(levels);
-        cur.hashes.reserve(levels);
-        cur.path.reserve(levels + 1);
-        for &key in frames.get(..levels).unwrap_or(&[]).iter().rev() {
+        let below = frames.get(..n - start).unwrap_or(&[]);
+        let slots = cur
+            .keys
+            .get_mut(start..n)
+            .unwrap_or(&mut [])
+            .iter_mut()
+            .zip(cur.hashes.get_mut(start..n).unwrap_or(&mut []))
+            .zip(cur.path.get_mut(start..n).unwrap_or(&mut []));
+        for (&key, ((k, h), p)) in below.iter().rev().zip(slots) {
             // Computed from the frames alone: the next level's probe does
             // not wait for this level's node.
             hash = path_hash(hash, key, false);
             match self.tree.child_at(node, hash, key, false) {
                 Some(c) => {
                     node = c;
-                    cur.keys.push(key);
-                    cur.path.push(c);
-                    cur.hashes.push(hash);
+                    *k = key;
+                    *h = hash;
+                    *p = c;
                 }
                 None => {
                     failed = true;
@@ -226,10 +231,13 @@ impl Hcct {
                 .child_at(node, path_hash(hash, item_key, true), item_key, true)
         };
         let result = leaf.and_then(|l| {
-            let n = self.tree.get_mut(l)?;
-            n.pins = n.pins.saturating_add(1);
-            let gen = n.gen;
-            cur.path.push(l);
+            let slot = cur.path.get_mut(n)?;
+            let x = self.tree.get_mut(l)?;
+            x.pins = x.pins.saturating_add(1);
+            let gen = x.gen;
+            *slot = l;
+            cur.levels = n;
+            cur.set = true;
             cur.leaf_gen = gen;
             cur.owner = self.id;
             Some((l, gen))
