@@ -53,22 +53,29 @@ impl<T: Copy> Reservoir<T> {
 
     /// Offer one event; each of the `seen` events so far is held with
     /// probability `cap / seen`.
+    #[inline]
     pub fn offer(&mut self, item: T) {
         if self.cap == 0 {
             return;
         }
         self.seen = self.seen.saturating_add(1);
         if self.items.len() < self.cap {
-            if self.items.capacity() == 0 {
-                self.items.reserve_exact(self.cap);
-            }
-            self.items.push(item);
+            self.fill(item);
         } else {
             let j = self.rng.below(self.seen);
             if let Some(slot) = self.items.get_mut(j as usize) {
                 *slot = item;
             }
         }
+    }
+
+    /// A slot of the sample is still free: `item` takes it.
+    #[inline(never)]
+    fn fill(&mut self, item: T) {
+        if self.items.capacity() == 0 {
+            self.items.reserve_exact(self.cap);
+        }
+        self.items.push(item);
     }
 
     pub fn items(&self) -> &[T] {

@@ -16,6 +16,9 @@ pub struct Bins {
     width: u64,
     /// Bins in use: `0..len` (the last one is the current bin).
     len: usize,
+    /// Start of the current bin: `(len - 1) * width` (saturating), 0
+    /// while `len` is 0.
+    last_start: u64,
     pub(crate) live_max: Vec<u64>,
     pub(crate) alloc_events: Vec<u64>,
     pub(crate) alloc_bytes: Vec<u64>,
@@ -29,6 +32,7 @@ impl Bins {
         Bins {
             width: base_ns.max(1),
             len: 0,
+            last_start: 0,
             live_max: vec![0; cap],
             alloc_events: vec![0; cap],
             alloc_bytes: vec![0; cap],
@@ -76,7 +80,7 @@ impl Bins {
     pub fn advance(&mut self, t_ns: u64, live: u64) -> usize {
         if let Some(last) = self.len.checked_sub(1) {
             // Most events fall in the current bin: no division.
-            let start = (last as u64).saturating_mul(self.width);
+            let start = self.last_start;
             if t_ns >= start && t_ns - start < self.width {
                 return last;
             }
@@ -98,6 +102,7 @@ impl Bins {
             self.live_max[self.len] = live;
             self.len += 1;
         }
+        self.last_start = (self.len.saturating_sub(1) as u64).saturating_mul(self.width);
         i
     }
 
