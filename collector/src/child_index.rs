@@ -46,6 +46,9 @@ fn tagged(child: u32, item: bool) -> u32 {
 pub struct ChildIndex {
     slots: Vec<Entry>,
     len: usize,
+    /// `64 - log2(slots.len())` (0 while there are no slots): a hash's
+    /// home slot is its top bits.
+    shift: u32,
 }
 
 /// Path hash of the root.
@@ -84,17 +87,14 @@ impl ChildIndex {
 
     #[inline(always)]
     fn home(&self, hash: u64) -> usize {
-        let shift = 64 - self.slots.len().trailing_zeros();
-        (hash >> shift) as usize
+        (hash >> self.shift) as usize
     }
 
     /// The child of `parent` with `key` and item-ness `item`; `hash` is
     /// that child's path hash.
     #[inline]
     pub fn get(&self, hash: u64, parent: u32, key: u64, item: bool) -> Option<u32> {
-        if self.slots.is_empty() {
-            return None;
-        }
+        // No slots: the home is out of range and the lookup ends there.
         let mask = self.mask();
         let mut i = self.home(hash);
         loop {
@@ -217,6 +217,7 @@ impl ChildIndex {
         }
         fresh.resize(cap, FREE);
         let old = std::mem::replace(&mut self.slots, fresh);
+        self.shift = 64 - cap.trailing_zeros();
         self.len = 0;
         for e in old.into_iter().filter(|e| e.child != EMPTY) {
             self.place(hash_of(e.child & !ITEM), e.parent, e.key, e.child);
