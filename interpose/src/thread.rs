@@ -95,6 +95,12 @@ pub struct ThreadState {
     /// (`Tracer::modules_gen`).
     pub modules: Option<(u64, std::sync::Arc<wmhcct_unwinder::Modules>)>,
     rng: u64,
+    /// Fraction of captures also fully unwound to measure accuracy
+    /// (`WMHCCT_VALIDATE`): only a heuristic's (`first`, `second`). `full`
+    /// would check its own walk, and `fp` one frame-pointer walk against
+    /// another (it read 100 % on code without frame pointers, 1 frame per
+    /// stack).
+    pub validate: f64,
 }
 
 fn mode(m: UnwindMode) -> Mode {
@@ -132,6 +138,10 @@ impl ThreadState {
             modules: None,
             // SAFETY: pthread_self has no preconditions.
             rng: (unsafe { libc::pthread_self() } as u64) | 1,
+            validate: match cfg.unwind {
+                UnwindMode::First | UnwindMode::Second => cfg.validate,
+                _ => 0.0,
+            },
         }
     }
 

@@ -405,13 +405,7 @@ const ROOM: u64 = 64 << 10;
 
 #[inline(never)]
 fn capture_here(t: &Tracer, ts: &mut ThreadState, now: u64, regs: Regs) -> (usize, u64) {
-    // Only a heuristic's stacks are checked against a full unwind: `full`
-    // would check its own walk, and `fp` one frame-pointer walk against
-    // another (it read 100 % on code without frame pointers, 1 frame per
-    // stack).
-    let validate = matches!(t.config.unwind, UnwindMode::First | UnwindMode::Second)
-        && t.config.validate > 0.0
-        && ts.random() < t.config.validate;
+    let validate = ts.validate > 0.0 && ts.random() < ts.validate;
     // A capture point at a call (`exports::from_caller`) has its return
     // address just below its stack pointer, where the call wrote it:
     // readable, and read by the reused-frame check. (From inside the tracer,

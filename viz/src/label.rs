@@ -389,31 +389,9 @@ pub fn join(f: &str, m: &str) -> String {
 pub fn strip_args(f: &str) -> String {
     match f.rfind(')') {
         Some(end) if f.ends_with(')') || f.ends_with("const") => {
-            // Find the '(' matching the final ')'.
-            let bytes = f.as_bytes();
-            let mut depth = 0i32;
-            let mut i = end;
-            loop {
-                match bytes[i] {
-                    b')' => depth += 1,
-                    b'(' => {
-                        depth -= 1;
-                        if depth == 0 {
-                            break;
-                        }
-                    }
-                    _ => {}
-                }
-                if i == 0 {
-                    return f.to_string();
-                }
-                i -= 1;
-            }
-            let head = &f[..i];
-            if head.is_empty() || head.ends_with("operator") {
-                f.to_string()
-            } else {
-                head.to_string()
+            match crate::short_name::open_paren(f, end) {
+                Some(i) if i > 0 && !f[..i].ends_with("operator") => f[..i].to_string(),
+                _ => f.to_string(),
             }
         }
         _ => f.to_string(),

@@ -117,24 +117,28 @@ fn collapse_params(name: &str) -> String {
     let Some(close) = trimmed.strip_suffix(')').map(str::len) else {
         return name.to_string();
     };
-    let bytes = trimmed.as_bytes();
+    match open_paren(trimmed, close) {
+        Some(i) if i > 0 && i + 1 < close => format!("{}(…){}", &name[..i], &name[close + 1..]),
+        _ => name.to_string(),
+    }
+}
+
+/// Byte offset of the `(` that the `)` at byte `close` of `s` closes.
+pub fn open_paren(s: &str, close: usize) -> Option<usize> {
     let mut depth = 0i32;
-    for i in (0..=close).rev() {
-        match bytes[i] {
+    for (i, &b) in s.as_bytes()[..=close].iter().enumerate().rev() {
+        match b {
             b')' => depth += 1,
             b'(' => {
                 depth -= 1;
                 if depth == 0 {
-                    if i == 0 || i + 1 == close {
-                        return name.to_string();
-                    }
-                    return format!("{}(…){}", &name[..i], &name[close + 1..]);
+                    return Some(i);
                 }
             }
             _ => {}
         }
     }
-    name.to_string()
+    None
 }
 
 /// `max` characters of `s`: its start and its end around `…`.
