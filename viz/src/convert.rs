@@ -36,10 +36,23 @@ pub fn run(args: &ConvertArgs) -> Result<()> {
 /// Symbolise `profile` and write it as an HDF5 report at `out`
 /// (`output::write_file`: a regular file atomically, by a temporary
 /// sibling renamed into place; a stream or standard output written into).
+///
+/// The symbols are made on a thread of their own while the counts are
+/// written (`h5layout::write_then_name`): loading the modules' debug
+/// information and compressing the trees' rows are the two larger parts of
+/// a conversion, and the process that waits for it is the traced program
+/// at its exit.
 pub fn write_report(profile: &Profile, out: &Path) -> Result<()> {
-    let symbols = symbolize(profile);
     crate::output::write_file(out, |tmp| {
-        h5layout::write(tmp, profile, &symbols).with_context(|| crate::output::name(out))?;
+        std::thread::scope(|s| {
+            let symbolizer = s.spawn(|| symbolize(profile));
+            let mut symbols = None;
+            h5layout::write_then_name(tmp, profile, || {
+                // (`panic = "abort"`: a symbolizer that panics ends the process.)
+                Ok(&*symbols.insert(symbolizer.join().unwrap_or_default()))
+            })
+            .with_context(|| crate::output::name(out))
+        })?;
         crate::seal::seal(tmp).with_context(|| crate::output::name(out))
     })
 }

@@ -104,7 +104,18 @@ pub fn kind_name(k: u16, kinds: &[&str]) -> String {
         .unwrap_or_else(|| format!("kind#{base}"))
 }
 
+/// Most modules symbolised at once: each holds its whole debug information
+/// in memory while it is resolved (a C library's is ~40 MiB).
+const MAX_WORKERS: usize = 4;
+
 /// Resolve every distinct address key of every tree of `profile`.
+///
+/// Modules are resolved in parallel, up to [`MAX_WORKERS`] at a time (fewer
+/// on a machine with fewer CPUs), the largest first: loading a module's
+/// debug information (decompressing and indexing its DWARF) is most of the
+/// work, and a report's addresses lie in a handful of modules of very
+/// different sizes (the C library's debug file, the program's own). The
+/// result does not depend on the order.
 pub fn symbolize(profile: &Profile) -> Symbols {
     let mut by_module: HashMap<u32, Vec<u64>> = HashMap::new();
     for tree in &profile.trees {
@@ -114,21 +125,69 @@ pub fn symbolize(profile: &Profile) -> Symbols {
             }
         }
     }
-    let mut symbols = Symbols::default();
-    for (module, mut offsets) in by_module {
-        offsets.sort_unstable();
-        offsets.dedup();
+    let mut work: Vec<(u64, u32, Vec<u64>)> = by_module
+        .into_iter()
+        .map(|(module, mut offsets)| {
+            offsets.sort_unstable();
+            offsets.dedup();
+            let size = profile
+                .modules
+                .get(module as usize)
+                .map_or(0, ModuleResolver::weight);
+            (size, module, offsets)
+        })
+        .collect();
+    // Largest first; ties by module index, so that the order is fixed.
+    work.sort_unstable_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
+    let workers = std::thread::available_parallelism()
+        .map_or(1, |n| n.get())
+        .min(MAX_WORKERS)
+        .min(work.len());
+    let resolve = |(_, module, offsets): &(u64, u32, Vec<u64>)| {
         let resolver = profile
             .modules
-            .get(module as usize)
+            .get(*module as usize)
             .map(ModuleResolver::open);
-        for offset in offsets {
-            let frame = resolver
-                .as_ref()
-                .map(|r| r.resolve(offset))
-                .unwrap_or_else(Frame::unknown);
-            symbols.insert(module, offset, frame);
+        offsets
+            .iter()
+            .map(|&offset| {
+                let frame = resolver
+                    .as_ref()
+                    .map(|r| r.resolve(offset))
+                    .unwrap_or_else(Frame::unknown);
+                ((*module, offset), frame)
+            })
+            .collect::<Vec<_>>()
+    };
+    let mut symbols = Symbols::default();
+    if workers <= 1 {
+        for w in &work {
+            symbols.map.extend(resolve(w));
         }
+        return symbols;
+    }
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let parts: Vec<Vec<((u32, u64), Frame)>> = std::thread::scope(|s| {
+        let handles: Vec<_> = (0..workers)
+            .map(|_| {
+                s.spawn(|| {
+                    let mut out = Vec::new();
+                    loop {
+                        let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                        let Some(w) = work.get(i) else { break out };
+                        out.extend(resolve(w));
+                    }
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            // (`panic = "abort"`: a worker that panics ends the process.)
+            .map(|h| h.join().unwrap_or_default())
+            .collect()
+    });
+    for part in parts {
+        symbols.map.extend(part);
     }
     symbols
 }
@@ -209,6 +268,16 @@ impl ModuleResolver {
             module: usable.then(|| PathBuf::from(&module.path)),
             code: std::cell::OnceCell::new(),
         }
+    }
+
+    /// How much work the module's symbolisation is, roughly: the size of
+    /// the file its debug information is read from (0 if there is none).
+    fn weight(module: &Module) -> u64 {
+        let size = |p: &Path| std::fs::metadata(p).map_or(0, |m| m.len());
+        debug_file(&module.build_id)
+            .map(|d| size(&d))
+            .filter(|&n| n > 0)
+            .unwrap_or_else(|| size(Path::new(&module.path)))
     }
 
     /// Resolve a return address given relative to the module's bias.
@@ -365,6 +434,56 @@ mod tests {
             PathBuf::from("/usr/lib/debug/.build-id/ab/cdef.debug")
         );
         assert!(debug_file("xyz").is_none());
+    }
+
+    /// Modules resolved on several threads give what each module's own
+    /// resolver gives, for every address, whichever thread took it.
+    #[test]
+    fn parallel_resolution_is_each_module_s_own() {
+        let exe = std::env::current_exe().unwrap();
+        let (bias, _) = own_bias();
+        let here = Module {
+            path: exe.to_string_lossy().into_owned(),
+            bias,
+            ..Module::default()
+        };
+        let missing = Module {
+            path: "/nonexistent/libnothing.so".into(),
+            ..Module::default()
+        };
+        let modules = vec![here.clone(), missing, here.clone(), here];
+        let marker = marker_function as *const () as usize as u64 - bias + 1;
+        let own = symbolize as *const () as usize as u64 - bias + 1;
+        let keys: Vec<(u32, u64)> = (0..4u32)
+            .flat_map(|m| [(m, marker), (m, own), (m, 0x10)])
+            .collect();
+        let nodes = keys
+            .iter()
+            .map(|&(module, offset)| wmhcct_format::Node {
+                key: FrameKey::Addr { module, offset },
+                ..wmhcct_format::Node::root()
+            })
+            .collect();
+        let profile = Profile {
+            modules: modules.clone(),
+            trees: vec![wmhcct_format::Tree {
+                nodes,
+                ..wmhcct_format::Tree::default()
+            }],
+            ..Profile::default()
+        };
+        let symbols = symbolize(&profile);
+        assert_eq!(symbols.map.len(), keys.len());
+        for (module, offset) in keys {
+            let want = ModuleResolver::open(&modules[module as usize]).resolve(offset);
+            assert_eq!(
+                symbols.get(module, offset),
+                want,
+                "module {module} {offset:#x}"
+            );
+        }
+        assert!(symbols.get(2, marker).function.contains("marker_function"));
+        assert_eq!(symbols.get(1, marker), Frame::unknown());
     }
 
     #[test]
