@@ -81,3 +81,60 @@ fn large_tables_are_compressed_and_read_back() {
         dump.stdout
     );
 }
+
+/// A profile converts to the same bytes every time: at the program's exit
+/// and by `wmhcct convert` again, twice. Until 2026-11-27 the tables' rows
+/// were written as laid out in the converter's memory, padding included,
+/// and every conversion gave another file (of another size, since the
+/// padding's contents compressed differently).
+#[test]
+fn a_profile_converts_to_the_same_bytes_every_time() {
+    use std::os::unix::fs::PermissionsExt;
+    let w = WorkDir::new("hdf5-same-bytes");
+    let exe = compile("pattern.c", &w.path, Opt::Release, &[]);
+    let kept = w.join("kept.wmprof");
+    // The converter the tracer starts: a copy of its profile is kept first.
+    let keep = w.join("keep.sh");
+    std::fs::write(
+        &keep,
+        format!(
+            "#!/bin/sh\ncp \"$2\" '{}' && exec '{}' \"$@\"\n",
+            kept.display(),
+            bin().display()
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(&keep, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let h5 = w.join("pattern.h5");
+    let out = run_traced(
+        &exe,
+        &[] as &[&str],
+        &w.path,
+        &h5,
+        &[("WMHCCT_BIN", keep.to_str().unwrap())],
+    );
+    assert_eq!(out.code, 0, "{}", out.describe());
+    let first = std::fs::read(&h5).unwrap();
+    for i in 0..2 {
+        let again = w.join(format!("again{i}.h5"));
+        let conv = run_plain(
+            bin(),
+            &[
+                "convert",
+                kept.to_str().unwrap(),
+                "-o",
+                again.to_str().unwrap(),
+            ],
+            &w.path,
+        );
+        assert_eq!(conv.code, 0, "{}", conv.describe());
+        let bytes = std::fs::read(&again).unwrap();
+        let differ = first.iter().zip(&bytes).filter(|(a, b)| a != b).count();
+        assert!(
+            bytes == first,
+            "conversion {i}: {} bytes against {}, {differ} of them differ",
+            bytes.len(),
+            first.len()
+        );
+    }
+}
