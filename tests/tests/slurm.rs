@@ -139,6 +139,69 @@ fn a_missing_library_is_a_clear_error() {
     assert_ne!(out.code, 0, "--ntasks 0 is refused: {}", out.describe());
 }
 
+/// The mpirun template's post-step, run by hand as Slurm would (its job id
+/// and task count in the environment; no Slurm needed), on a job whose
+/// rank 1 leaves without MPI_Finalize 2 s after rank 0 reached it
+/// (tests/programs/mpi_leave.c). Rank 0 then writes a report of the ranks
+/// that reached MPI_Finalize ("ranks: 1 of 2") and leaves its part in the
+/// spill directory beside rank 1's profile: the post-step must merge them
+/// into the whole job's report. Until 2026-11-27 it merged only when there
+/// was no report, and the job's report held rank 0 alone.
+#[test]
+fn the_post_step_merges_a_rank_that_left_into_a_partial_report() {
+    let work = WorkDir::new("slurm-post-step-partial");
+    let dir = work.path.clone();
+    let source = root().join("tests/programs/mpi_leave.c");
+    let exe = dir.join("mpi_leave");
+    let mut c = command("mpicc", &["-g", "-O1", "-o"], &dir);
+    c.arg(&exe).arg(&source);
+    let out = run_cmd(&mut c, TIMEOUT);
+    assert_eq!(out.code, 0, "mpicc mpi_leave.c: {}", out.describe());
+    let lib = std::fs::canonicalize(lib()).unwrap();
+    let script = dir.join("leave.sbatch");
+    let out = slurm_cmd(
+        &[
+            "--ntasks",
+            "2",
+            "--lib",
+            lib.to_str().unwrap(),
+            "-o",
+            script.to_str().unwrap(),
+            "--",
+            exe.to_str().unwrap(),
+            "1",
+        ],
+        &dir,
+    );
+    assert_eq!(out.code, 0, "{}", out.describe());
+    let mut c = command("bash", &[script.as_os_str()], &dir);
+    c.env("SLURM_JOB_ID", "4711")
+        .env("SLURM_NTASKS", "2")
+        .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
+        .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
+        .env("OMPI_MCA_rmaps_base_oversubscribe", "1");
+    let out = run_cmd(&mut c, Duration::from_secs(120));
+    let report = dir.join("wmhcct-4711.h5");
+    assert!(report.is_file(), "no report: {}", out.describe());
+    let r = report_json(&report);
+    assert_eq!(
+        u64_of(&r["ranks"]),
+        2,
+        "the post-step's report holds both ranks: {}",
+        out.describe()
+    );
+    assert!(
+        out.stderr.contains("merging"),
+        "the post-step merged the spill directory: {}",
+        out.describe()
+    );
+    assert!(
+        out.stdout.contains("ranks:     2\n"),
+        "the printed report is the merged one: {}",
+        out.describe()
+    );
+}
+
 /// Written straight to the terminal: the test harness captures `eprintln!`
 /// of passing tests, and a skip must be visible in the CI log.
 fn notice(msg: &str) {
