@@ -88,7 +88,9 @@ pub fn load() -> Option<*mut c_void> {
             return None;
         }
     };
-    if let Some(p) = std::env::var_os("WMHCCT_MPI_LIB") {
+    // Empty is unset, as for WMHCCT_LIB (`wmhcct run`): a script's
+    // `WMHCCT_MPI_LIB=` used to name the path "", and no job had a report.
+    if let Some(p) = std::env::var_os("WMHCCT_MPI_LIB").filter(|v| !v.is_empty()) {
         let path = PathBuf::from(p);
         return match mpi_abi::read_library(&path) {
             Some(built) if built == abi => open(&path, abi),

@@ -129,6 +129,28 @@ fn wrong_family(
     check_pattern(&report_json(&merged), "malloc", 64, 256);
 }
 
+/// An empty WMHCCT_MPI_LIB is no choice of library: the default one of the
+/// job's family is loaded and the job has its report (until 2026-11-27 the
+/// tracer looked for a library at the path "", and every rank spilled).
+#[test]
+fn an_empty_mpi_lib_setting_takes_the_default() {
+    let work = workdir("empty-mpi-lib");
+    let dir = work.path.clone();
+    let exe = mpi_compile("mpicc.mpich", "mpi_pattern.c", &dir, &[]);
+    let h5 = dir.join("job.h5");
+    let traced = launch(
+        Launcher::Mpich,
+        RANKS,
+        &exe,
+        &[],
+        &dir,
+        Some(&h5),
+        &[("WMHCCT_MPI_LIB", "")],
+    );
+    assert_clean_job(&traced, &h5);
+    check_pattern(&report_json(&h5), "malloc", 64, 256);
+}
+
 #[test]
 fn open_mpi_side_library_in_an_mpich_job() {
     wrong_family(
