@@ -355,7 +355,7 @@ fn write_here(g: &Guard, t: &Tracer, reason: &str) {
                     "; merge them with: wmhcct merge ",
                     &shell_word(&dir),
                     " -o ",
-                    &shell_word(&merge_output(t, &report)),
+                    &shell_word(&farm_merge_output(t, &report)),
                 ]);
             }
         }
@@ -459,6 +459,24 @@ fn merge_output(t: &Tracer, report: &Path) -> PathBuf {
     } else {
         shown_report(t, report)
     }
+}
+
+/// The report a task farm's merge hint should write: as [`merge_output`],
+/// but a Slurm job's default name that an earlier launch of the job already
+/// wrote (an MPI step's report before this task farm, or the report merged
+/// from an earlier task farm) gives the next free one, as an MPI launch
+/// takes (`output::slurm_report_name`): the task farm keeps the first
+/// name's spill directory, and the hint used to have its merge overwrite
+/// the earlier launch's report.
+fn farm_merge_output(t: &Tracer, report: &Path) -> PathBuf {
+    let job = std::env::var("SLURM_JOB_ID").unwrap_or_default();
+    if t.dest.out.is_none() && !job.is_empty() && report.symlink_metadata().is_ok() {
+        return t
+            .dest
+            .dir
+            .join(output::slurm_report_name(&t.dest.dir, &job));
+    }
+    merge_output(t, report)
 }
 
 /// How messages name `report`: a stream by the name it was given

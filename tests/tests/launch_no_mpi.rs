@@ -251,3 +251,59 @@ fn python_wrappers_leave_the_job_report_alone() {
     let wrappers = files_named(&dir, "job-", ".h5").len();
     assert_eq!(wrappers, np as usize, "{}", traced.describe());
 }
+
+/// A task farm after an MPI launch in the same Slurm job (the ranks see
+/// `SLURM_JOB_ID`, as under `srun`): the MPI launch wrote the job's report,
+/// `wmhcct-<job>.h5`; the task farm keeps that name's spill directory (its
+/// tasks cannot agree on another without MPI), and rank 0's line names a
+/// free report for the merge, `wmhcct-<job>-2.h5`, as a later MPI launch
+/// would take. It used to name `wmhcct-<job>.h5`, and the merge it gave
+/// replaced the MPI launch's report.
+#[test]
+fn a_task_farm_after_an_mpi_launch_merges_beside_its_report() {
+    let work = WorkDir::new("farm-after-mpi");
+    let dir = work.path.clone();
+    let mpi_exe = mpi_compile("mpicc", "mpi_pattern.c", &dir, &[]);
+    let farm_exe = compile("pattern.c", &dir, Opt::Debug, &[]);
+    let preload = format!("LD_PRELOAD={}", lib().display());
+    let np = PROCESSES.to_string();
+    let run = |exe: &std::path::Path| {
+        let mut c = command("mpirun", &["-np", &np, "--oversubscribe"], &dir);
+        c.args(["-x", &preload, "-x", "SLURM_JOB_ID=4343"])
+            .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
+            .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
+            .arg(exe);
+        run_cmd(&mut c, MPI_TIMEOUT)
+    };
+    let first = dir.join("wmhcct-4343.h5");
+    let mpi = run(&mpi_exe);
+    assert_eq!(mpi.code, 0, "{}", mpi.describe());
+    assert!(first.is_file(), "{}", mpi.describe());
+    let before = std::fs::read(&first).unwrap();
+    let farm = run(&farm_exe);
+    assert_eq!(farm.code, 0, "{}", farm.describe());
+    let spill = dir.join("wmhcct-4343.h5.spill");
+    let second = dir.join("wmhcct-4343-2.h5");
+    let hint = format!("wmhcct merge {} -o {}", spill.display(), second.display());
+    let lines = tracer_lines(&farm.stderr);
+    assert!(
+        lines.len() == 1 && lines[0].ends_with(&hint),
+        "rank 0's line names {}: {}",
+        second.display(),
+        farm.describe()
+    );
+    merge(&spill, &second, &dir);
+    assert_eq!(
+        std::fs::read(&first).unwrap(),
+        before,
+        "the MPI launch's report is left as it was"
+    );
+    let r = report_json(&second);
+    assert_eq!(r["ranks"], PROCESSES);
+    assert_eq!(
+        total_count(&r, "malloc"),
+        1100 * PROCESSES,
+        "{}",
+        alloc_totals(&r)
+    );
+}
