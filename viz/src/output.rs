@@ -122,8 +122,25 @@ pub fn write_file(out: &Path, write: impl FnOnce(&Path) -> Result<()>) -> Result
 /// Make the regular file `p` (named `out` in messages) with `write` under
 /// a temporary name beside it, then rename it into place; on failure the
 /// temporary file is removed and `p` left as it was.
+///
+/// A directory that exists but where no file can be made (read-only, or
+/// `/proc`, whose `/proc/version` exists) is named as the reason: the
+/// temporary file's error alone said "/proc/version: No such file or
+/// directory" of a file that is there.
 fn replace_file(out: &Path, p: &Path, write: impl FnOnce(&Path) -> Result<()>) -> Result<()> {
     let tmp = wmhcct_format::report_temp_beside(p, std::process::id());
+    let dir = tmp.parent().filter(|d| !d.as_os_str().is_empty());
+    let dir = dir.unwrap_or(Path::new("."));
+    if dir.is_dir() {
+        if let Err(e) = File::create(&tmp) {
+            bail!(
+                "{}: no file can be made in {} (a file is written there under \
+                 a temporary name, then renamed into place): {e}",
+                out.display(),
+                dir.display()
+            );
+        }
+    }
     let result = write(&tmp)
         .and_then(|()| std::fs::rename(&tmp, p).with_context(|| out.display().to_string()));
     if result.is_err() {
@@ -220,6 +237,21 @@ mod tests {
 
     fn made(bytes: &'static [u8]) -> impl FnOnce(&Path) -> Result<()> {
         move |p| Ok(std::fs::write(p, bytes)?)
+    }
+
+    /// A file that exists in a directory where no file can be made is not
+    /// said to be missing: the directory is named as the reason.
+    #[test]
+    fn a_directory_where_no_file_can_be_made_is_the_reason() {
+        let e = write_file(Path::new("/proc/version"), made(b"x")).unwrap_err();
+        let e = format!("{e:#}");
+        assert!(
+            e.starts_with("/proc/version: no file can be made in /proc ("),
+            "{e}"
+        );
+        assert!(e.ends_with("No such file or directory (os error 2)"), "{e}");
+        let e = write_file(Path::new("/no/such/dir/r.h5"), made(b"x")).unwrap_err();
+        assert!(!format!("{e:#}").contains("no file can be made"), "{e:#}");
     }
 
     #[test]
