@@ -107,6 +107,43 @@ fn abort_leaves_mergeable_spill_files() {
     assert!(r["ranks"].as_u64().unwrap() >= 1);
     let a = context(&r, "ctx_a", "malloc").expect("context A survives in the spill");
     assert!(a["count"].as_u64().unwrap() >= K);
+    // The text names the abort however many of the other ranks spilled in
+    // time: `(ended by abort)`, `(ended by abort; rank 2: sigterm)`,
+    // `(ended by sigterm; rank 1: abort)`.
+    let text = cli_out(&dir, &["report", merged.to_str().unwrap(), "--top", "1"]);
+    let duration = text.lines().find(|l| l.starts_with("duration:")).unwrap();
+    assert!(duration.contains("abort"), "{text}");
+}
+
+/// A job merged from its spill directory whose ranks ended differently
+/// (rank 0 in MPI_Finalize, rank 1 leaving `main` without it,
+/// tests/programs/mpi_leave.c) says so in the text report's duration line,
+/// as `ranks_detail[].reason` does in the JSON. Until 2026-11-27 the line
+/// gave rank 0's reason alone, `(ended by finalize)`.
+#[test]
+fn a_merged_job_says_how_its_ranks_ended() {
+    let work = workdir("ended-differently");
+    let dir = work.path.clone();
+    let exe = mpi_compile("mpicc", "mpi_leave.c", &dir, &[]);
+    let h5 = dir.join("job.h5");
+    let run = launch(Launcher::OpenMpi, 2, &exe, &["1"], &dir, Some(&h5), &[]);
+    let merged = dir.join("merged.h5");
+    merge(&dir.join("job.h5.spill"), &merged, &dir);
+    let r = report_json(&merged);
+    let reasons: Vec<&str> = r["ranks_detail"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| d["reason"].as_str().unwrap())
+        .collect();
+    assert_eq!(reasons, ["finalize", "exit"], "{}", run.describe());
+    let text = cli_out(&dir, &["report", merged.to_str().unwrap(), "--top", "1"]);
+    let duration = text.lines().find(|l| l.starts_with("duration:")).unwrap();
+    assert!(
+        duration.ends_with(" s (ended by finalize; rank 1: exit)"),
+        "{text}"
+    );
+    assert!(text.contains("\n           live at end "), "{text}");
 }
 
 /// The same into a stream (`WMHCCT_OUT=/dev/null`): each rank spills beside

@@ -276,5 +276,7 @@ fn an_mpi_rank_killed_by_sigkill_is_in_the_merged_job() {
         text.contains("rank 1 left only its last snapshot, taken at a new heap high"),
         "{text}"
     );
+    // The duration line says so too, after rank 0's reason (sigterm).
+    assert!(text.contains("; rank 1: snapshot)\n"), "{text}");
     assert!(grow_mesh_live(&job) >= 16 * MIB, "{}", summary(&job));
 }

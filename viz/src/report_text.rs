@@ -129,7 +129,10 @@ pub fn render(
         }
     }
     let secs = m.end_unix_ns.saturating_sub(m.start_unix_ns) as f64 / 1e9;
-    if m.reason == "snapshot" {
+    let mixed = mixed_ends(p);
+    if let Some(ends) = &mixed {
+        let _ = writeln!(s, "duration:  {secs:.3} s (ended by {ends})");
+    } else if m.reason == "snapshot" {
         let _ = writeln!(
             s,
             "duration:  {secs:.3} s (a snapshot, taken when the heap reached a new high; the \
@@ -144,7 +147,9 @@ pub fn render(
     let h = &p.heap;
     // A job's report is taken in MPI_Finalize, before the MPI library's
     // clean-up (and the program's, after it).
+    // (The ranks of a job that ended differently: at each one's end.)
     let end = match m.reason.as_str() {
+        _ if mixed.is_some() => "end",
         "finalize" => "MPI_Finalize",
         "snapshot" => "the snapshot",
         _ => "end",
@@ -578,6 +583,77 @@ fn snapshot_ranks_line(p: &Profile) -> Option<String> {
     Some(format!(
         "{who} left only {their}, taken at a new heap high: killed by SIGKILL or the OOM killer?"
     ))
+}
+
+/// How the ranks of a job ended, when they did not all end alike: the most
+/// common reason (on a tie, the lowest rank's; a snapshot only when every
+/// reason is one), then each other reason after its ranks, as in
+/// `finalize; rank 1: abort` or `abort; ranks 1-3, 7: finalize`. One short
+/// line for any number of ranks: more than four runs of ranks are counted.
+fn mixed_ends(p: &Profile) -> Option<String> {
+    if p.ranks.len() < 2 {
+        return None;
+    }
+    let mut ranks: Vec<(&str, u32)> = p
+        .ranks
+        .iter()
+        .map(|r| (r.reason.as_str(), r.rank))
+        .collect();
+    ranks.sort_by_key(|&(_, r)| r);
+    // Reasons in the order of their lowest rank, with their ranks.
+    let mut by_reason: Vec<(&str, Vec<u32>)> = Vec::new();
+    for (reason, rank) in ranks {
+        match by_reason.iter_mut().find(|(r, _)| *r == reason) {
+            Some((_, v)) => v.push(rank),
+            None => by_reason.push((reason, vec![rank])),
+        }
+    }
+    if by_reason.len() < 2 {
+        return None;
+    }
+    let lead = (0..by_reason.len())
+        .max_by_key(|&i| {
+            let (reason, v) = &by_reason[i];
+            (*reason != "snapshot", v.len(), std::cmp::Reverse(i))
+        })
+        .unwrap_or(0);
+    let mut s = by_reason[lead].0.to_string();
+    for (i, (reason, v)) in by_reason.iter().enumerate() {
+        if i != lead {
+            let _ = write!(s, "; {}: {reason}", rank_runs(v));
+        }
+    }
+    Some(s)
+}
+
+/// `rank 1`, `ranks 1-3, 7`, or, past four runs, `9 ranks (1, 3, 5, 7, …)`.
+/// `ranks` is sorted.
+fn rank_runs(ranks: &[u32]) -> String {
+    let mut runs: Vec<(u32, u32)> = Vec::new();
+    for &r in ranks {
+        match runs.last_mut() {
+            Some((_, last)) if last.checked_add(1) == Some(r) => *last = r,
+            _ => runs.push((r, r)),
+        }
+    }
+    let run = |&(a, b): &(u32, u32)| {
+        if a == b {
+            a.to_string()
+        } else {
+            format!("{a}-{b}")
+        }
+    };
+    match (ranks.len(), runs.len()) {
+        (1, _) => format!("rank {}", ranks[0]),
+        (_, n) if n <= 4 => format!(
+            "ranks {}",
+            runs.iter().map(run).collect::<Vec<_>>().join(", ")
+        ),
+        (n, _) => format!(
+            "{n} ranks ({}, …)",
+            runs[..4].iter().map(run).collect::<Vec<_>>().join(", ")
+        ),
+    }
 }
 
 fn first_four(items: impl ExactSizeIterator<Item = String>) -> String {
@@ -1108,6 +1184,92 @@ mod tests {
         assert!(line(&job(many))
             .unwrap()
             .starts_with("8 ranks (0, 1, 2, 3, 4 more) left only their last snapshots"));
+    }
+
+    /// A job whose ranks ended differently says how in its duration line;
+    /// one whose ranks ended alike, or a process, says its one reason.
+    #[test]
+    fn ranks_that_ended_differently_are_named() {
+        let rank = |rank: u32, reason: &str| RankSummary {
+            rank,
+            reason: reason.into(),
+            ..Default::default()
+        };
+        let job = |ranks: Vec<RankSummary>| Profile {
+            ranks,
+            ..Default::default()
+        };
+        let ends = |p: &Profile| super::mixed_ends(p);
+        assert_eq!(ends(&Profile::default()), None);
+        assert_eq!(
+            ends(&job(vec![rank(0, "finalize"), rank(1, "finalize")])),
+            None
+        );
+        assert_eq!(
+            ends(&job(vec![rank(1, "abort"), rank(0, "finalize")])).unwrap(),
+            "finalize; rank 1: abort",
+            "a tie: rank 0's reason leads"
+        );
+        assert_eq!(
+            ends(&job(vec![
+                rank(0, "finalize"),
+                rank(1, "abort"),
+                rank(2, "abort"),
+                rank(3, "abort"),
+                rank(4, "sigterm"),
+            ]))
+            .unwrap(),
+            "abort; rank 0: finalize; rank 4: sigterm",
+            "the most common reason leads"
+        );
+        assert_eq!(
+            ends(&job(vec![rank(0, "snapshot"), rank(1, "sigterm")])).unwrap(),
+            "sigterm; rank 0: snapshot",
+            "a snapshot leads only when all are"
+        );
+        // 1000 ranks: one short line.
+        let many: Vec<RankSummary> = (0..1000)
+            .map(|r| {
+                rank(
+                    r,
+                    if r % 7 == 3 || (500..600).contains(&r) {
+                        "abort"
+                    } else {
+                        "finalize"
+                    },
+                )
+            })
+            .collect();
+        let line = ends(&job(many)).unwrap();
+        assert_eq!(line, "finalize; 228 ranks (3, 10, 17, 24, …): abort");
+        let few: Vec<RankSummary> = (0..1000)
+            .map(|r| {
+                rank(
+                    r,
+                    if (1..4).contains(&r) || r == 999 {
+                        "abort"
+                    } else {
+                        "finalize"
+                    },
+                )
+            })
+            .collect();
+        assert_eq!(ends(&job(few)).unwrap(), "finalize; ranks 1-3, 999: abort");
+
+        let mut p = job(vec![rank(0, "finalize"), rank(1, "abort")]);
+        p.meta.reason = "finalize".into();
+        let list = ContextList {
+            contexts: vec![],
+            untraced: vec![],
+            cold: vec![],
+            mpi: vec![],
+        };
+        let text = render(&p, &list, 20, SortKey::Count, Group::Context, false, None);
+        assert!(
+            text.contains("s (ended by finalize; rank 1: abort)\n"),
+            "{text}"
+        );
+        assert!(text.contains("live at end "), "not at MPI_Finalize: {text}");
     }
 
     #[test]
