@@ -105,7 +105,7 @@ pub fn kind_name(k: u16, kinds: &[&str]) -> String {
 }
 
 /// Most modules symbolised at once: each holds its whole debug information
-/// in memory while it is resolved (a C library's is ~40 MiB).
+/// in memory while it is resolved (glibc's debug file: ~10 MiB decompressed).
 const MAX_WORKERS: usize = 4;
 
 /// Resolve every distinct address key of every tree of `profile`.
