@@ -86,9 +86,10 @@ where
         }
         _ => String::new(),
     };
+    let fits = labels_that_fit(chart.plotting_area(), bars.len(), axes);
     let mut mesh = chart.configure_mesh();
     mesh.disable_x_mesh()
-        .x_labels(label_count(n).min(axes.x_labels))
+        .x_labels(label_count(n).min(axes.x_labels).min(fits))
         .x_label_formatter(&x_label)
         .x_desc(axes.x_desc)
         .y_desc(axes.y_desc)
@@ -113,6 +114,26 @@ where
         }))
         .map_err(pe)?;
     Ok(chart)
+}
+
+/// How many bar labels fit side by side under the plotting area, each
+/// with a gap: one label per bar ran them together where the labels are
+/// wider than the bars (the sizes plot of a job whose blocks run from 1 B to
+/// 8 MiB: `128 KiB256 KiB512 KiB`). Fewer labels make plotters label every
+/// second (fifth, …) bar.
+fn labels_that_fit<DB: DrawingBackend, CT: CoordTranslate>(
+    area: &DrawingArea<DB, CT>,
+    n: usize,
+    axes: &Axes,
+) -> usize {
+    let style = font(13);
+    let widest = (0..n)
+        .filter_map(|k| area.estimate_text_size(&(axes.x_label)(k), &style).ok())
+        .map(|(w, _)| w)
+        .max()
+        .unwrap_or(0);
+    let width = area.dim_in_pixel().0;
+    (width / (widest + 12)).max(1) as usize
 }
 
 #[cfg(test)]

@@ -152,16 +152,34 @@ where
         },
     )?;
     if let Some(k) = v.iter().position(|r| r.0 == max_rank) {
+        let text = format!("max: rank {max_rank}");
+        let y = unit.of(max_peak as f64) * 1.01;
+        let s = slot(v.len(), k);
+        // Centred just above the bar (a text's anchor is its top left by
+        // default, which put the label over the bar's top edge); over a bar
+        // at either end of many, where half the label would pass the
+        // picture's edge (`max: rank 6` of `max: rank 63`, the last of 64
+        // ranks, often the one left the remainder of a decomposition), it
+        // ends at the bar's right edge or starts at its left one instead.
+        let half = chart
+            .plotting_area()
+            .estimate_text_size(&text, &font(13))
+            .map_or(0, |(w, _)| w as i32 / 2);
+        let xs = chart.plotting_area().get_pixel_range().0;
+        let (x0, x1) = (xs.start, xs.end);
+        let centre = chart.backend_coord(&(SegmentValue::CenterOf(s), y)).0;
+        let (x, h) = if centre + half > x1 {
+            (SegmentValue::Exact(s + 1), HPos::Right)
+        } else if centre - half < x0 {
+            (SegmentValue::Exact(s), HPos::Left)
+        } else {
+            (SegmentValue::CenterOf(s), HPos::Center)
+        };
         chart
-            // Centred just above the bar (a text's anchor is its top left
-            // by default, which put the label over the bar's top edge).
             .draw_series(std::iter::once(Text::new(
-                format!("max: rank {max_rank}"),
-                (
-                    SegmentValue::CenterOf(slot(v.len(), k)),
-                    unit.of(max_peak as f64) * 1.01,
-                ),
-                font(13).pos(Pos::new(HPos::Center, VPos::Bottom)),
+                text,
+                (x, y),
+                font(13).pos(Pos::new(h, VPos::Bottom)),
             )))
             .map_err(pe)?;
     }

@@ -572,3 +572,94 @@ fn a_jobs_peak_is_its_largest_ranks() {
     );
     assert!(text.contains("(the ranks' peaks summed)"), "{text}");
 }
+
+/// The SVG's texts: (text, left, right, y), the width estimated at 0.6 of
+/// the font size a character (DejaVu Sans' digits and lower case run
+/// 0.55–0.65 em).
+fn svg_texts(svg: &str) -> Vec<(String, f64, f64, f64)> {
+    let attr = |tag: &str, name: &str| -> Option<String> {
+        let at = tag.find(&format!(" {name}=\""))? + name.len() + 3;
+        Some(tag[at..].split('"').next()?.to_string())
+    };
+    let mut out = Vec::new();
+    for part in svg.split("<text").skip(1) {
+        let Some((tag, rest)) = part.split_once('>') else {
+            continue;
+        };
+        let text = rest
+            .split("</text>")
+            .next()
+            .unwrap_or("")
+            .trim()
+            .to_string();
+        let num = |n: &str| attr(tag, n).and_then(|v| v.parse::<f64>().ok());
+        let (Some(x), Some(y), Some(size)) = (num("x"), num("y"), num("font-size")) else {
+            continue;
+        };
+        let w = 0.6 * size * text.chars().count() as f64;
+        let left = match attr(tag, "text-anchor").as_deref() {
+            Some("middle") => x - w / 2.0,
+            Some("end") => x - w,
+            _ => x,
+        };
+        out.push((text, left, left + w, y));
+    }
+    out
+}
+
+/// The max rank's label stays in the picture when that rank is the last
+/// bar of many (64 ranks, rank 63 the largest: `max: rank 6` was all that
+/// showed, centred over a bar at the right edge).
+#[test]
+fn max_rank_label_of_the_last_bar_stays_in_the_picture() {
+    let dir = tempfile::tempdir().unwrap();
+    let h5 = convert(dir.path(), "job64", &job(64));
+    let out = dir.path().join("p64");
+    plot(&h5, &out, "svg");
+    let svg = check_svg(&out.join("ranks.svg"), &["64 ranks"]);
+    let texts = svg_texts(&svg);
+    let (_, left, right, _) = texts
+        .iter()
+        .find(|t| t.0 == "max: rank 63")
+        .unwrap_or_else(|| panic!("no max label in {texts:?}"));
+    assert!(
+        *left >= 0.0 && *right <= 1200.0,
+        "max label spans {left}..{right} of 1200 px"
+    );
+}
+
+/// The sizes plot's bar labels do not run together when the classes span
+/// 1 B to 8 MiB (24 bars, `128 KiB256 KiB512 KiB` before): every other bar
+/// is labelled instead.
+#[test]
+fn size_labels_of_many_classes_do_not_overlap() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut p = rank_profile(0, 1, 1);
+    p.heap.size_classes = vec![0; 25];
+    for k in 1..=24 {
+        p.heap.size_classes[k] = 1000 + k as u64;
+    }
+    let h5 = convert(dir.path(), "sizes24", &p);
+    let out = dir.path().join("p");
+    plot(&h5, &out, "svg");
+    let svg = check_svg(&out.join("sizes.svg"), &["1 B", "4 MiB"]);
+    // The x axis' labels: the texts lowest in the picture but the axis
+    // description.
+    let texts = svg_texts(&svg);
+    let axis_y = texts
+        .iter()
+        .filter(|t| t.0.ends_with(" B") || t.0.ends_with("iB"))
+        .map(|t| t.3)
+        .fold(0.0, f64::max);
+    let mut labels: Vec<_> = texts.iter().filter(|t| t.3 == axis_y).collect();
+    labels.sort_by(|a, b| a.1.total_cmp(&b.1));
+    assert!(labels.len() >= 8, "{labels:?}");
+    for w in labels.windows(2) {
+        assert!(
+            w[0].2 < w[1].1,
+            "{:?} runs into {:?} (of {labels:?})",
+            w[0].0,
+            w[1].0
+        );
+    }
+}
