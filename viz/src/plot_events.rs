@@ -5,6 +5,7 @@ use anyhow::Result;
 use plotters::coord::Shift;
 use plotters::prelude::*;
 
+use crate::legend::{box_size, place};
 use crate::plot::{font, palette, pe, upper, Data, Plot, PALETTE_LEN};
 use crate::plot_title::title;
 
@@ -37,38 +38,82 @@ impl Plot for Events {
         };
         let allocs = rate(&s.alloc_events.sum);
         let mpi = rate(&s.mpi_events.sum);
-        let ymax = allocs.iter().chain(&mpi).map(|p| p.1).fold(0.0, f64::max);
-        let mut chart = ChartBuilder::on(&top)
-            .margin(12)
-            .x_label_area_size(40)
-            .y_label_area_size(90)
-            .build_cartesian_2d(0f64..xmax, 0f64..upper(ymax))
-            .map_err(pe)?;
+        let has_mpi = s.mpi_events.sum.iter().any(|&v| v > 0);
+        let ymax = allocs.iter().map(|p| p.1).fold(0.0, f64::max);
+        let mpi_max = mpi.iter().map(|p| p.1).fold(0.0, f64::max);
+        // MPI calls on an axis of their own, at the right: on the
+        // allocations' axis a job's MPI calls, thousands a second against
+        // the millions of allocations of MPI_Init, drew a flat line on zero.
+        let (a_top, m_top) = (upper(ymax), upper(mpi_max));
+        let chart_on = |f: f64| {
+            ChartBuilder::on(&top)
+                .margin(12)
+                .x_label_area_size(40)
+                .y_label_area_size(90)
+                .right_y_label_area_size(if has_mpi { 90 } else { 0 })
+                .build_cartesian_2d(0f64..xmax, 0f64..a_top * f)
+                .map(|c| c.set_secondary_coord(0f64..xmax, 0f64..m_top * f))
+        };
+        let labels: Vec<String> = if has_mpi {
+            vec![
+                "allocations/s (left axis)".into(),
+                "MPI calls/s (right axis)".into(),
+            ]
+        } else {
+            vec!["allocations/s".into()]
+        };
+        // The legend where it hides neither line (`legend.rs`), both
+        // scaled to their own axis.
+        let plot_px = chart_on(1.0).map_err(pe)?.plotting_area().dim_in_pixel();
+        let scaled: Vec<(f64, f64)> = allocs
+            .iter()
+            .map(|&(x, y)| (x, y / a_top))
+            .chain(mpi.iter().map(|&(x, y)| (x, y / m_top)))
+            .collect();
+        let (corner, f) = place(&scaled, xmax, w, 1.0, plot_px, box_size(&labels, &font(13)));
+        let mut chart = chart_on(f).map_err(pe)?;
         chart
             .configure_mesh()
             .x_desc("time (s)")
-            .y_desc("events/s (all ranks)")
+            .y_desc(if has_mpi {
+                "allocations/s (all ranks)"
+            } else {
+                "events/s (all ranks)"
+            })
             .y_label_formatter(&|v| crate::plot::short_number(*v))
             .label_style(font(13))
             .axis_desc_style(font(15))
             .draw()
             .map_err(pe)?;
         let blue = RGBColor(31, 119, 180);
+        // One pixel wide: plotters joins a wider line's segments without a
+        // miter limit, and a rate that drops to zero and back between two
+        // bins drew a spike from the join far below the axis, into the
+        // scatter under it.
         chart
-            .draw_series(LineSeries::new(allocs, blue.stroke_width(2)))
+            .draw_series(LineSeries::new(allocs, blue.stroke_width(1)))
             .map_err(pe)?
-            .label("allocations/s")
+            .label(labels[0].as_str())
             .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], blue));
-        if s.mpi_events.sum.iter().any(|&v| v > 0) {
+        if has_mpi {
             let c = palette(2);
             chart
-                .draw_series(LineSeries::new(mpi, c.stroke_width(1)))
+                .configure_secondary_axes()
+                .y_desc("MPI calls/s (all ranks)")
+                .y_label_formatter(&|v| crate::plot::short_number(*v))
+                .label_style(font(13))
+                .axis_desc_style(font(15))
+                .draw()
+                .map_err(pe)?;
+            chart
+                .draw_secondary_series(LineSeries::new(mpi, c.stroke_width(1)))
                 .map_err(pe)?
-                .label("MPI calls/s")
+                .label(labels[1].as_str())
                 .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], c));
         }
         chart
             .configure_series_labels()
+            .position(corner)
             .background_style(WHITE.mix(0.85))
             .border_style(BLACK)
             .label_font(font(13))

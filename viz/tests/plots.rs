@@ -221,7 +221,7 @@ fn single_process_plots() {
         assert!(listed.contains(&format!("{name}.png")), "{listed}");
     }
     check_svg(&out.join("memory.svg"), &["time (s)", "live heap (MiB)"]);
-    check_svg(&out.join("events.svg"), &["events/s"]);
+    check_svg(&out.join("events.svg"), &["allocations/s"]);
     // 1000 × 5 blocks of 16, 32, 48, 64 and 80 bytes (and one of 1 MiB):
     // classes from 16 B (1000), 32 B (2000), 64 B (2000).
     check_svg(
@@ -662,4 +662,39 @@ fn size_labels_of_many_classes_do_not_overlap() {
             w[1].0
         );
     }
+}
+
+/// The events plot gives MPI calls an axis of their own: on the
+/// allocations' axis a job's MPI calls (here 100/s a rank against 5000
+/// allocations/s) drew a flat line on zero. Their line now spans most of
+/// the upper chart's height.
+#[test]
+fn mpi_calls_have_their_own_axis() {
+    let dir = tempfile::tempdir().unwrap();
+    let h5 = convert(dir.path(), "job4", &job(4));
+    let out = dir.path().join("p4");
+    plot(&h5, &out, "svg");
+    let svg = check_svg(
+        &out.join("events.svg"),
+        &[
+            "allocations/s (all ranks)",
+            "MPI calls/s (all ranks)",
+            "MPI calls/s (right axis)",
+        ],
+    );
+    // The polylines of a colour: (highest, lowest) y over their points.
+    let extent = |colour: &str| {
+        svg.split("<polyline")
+            .skip(1)
+            .filter(|p| p.contains(&format!("stroke=\"{colour}\"")))
+            .filter_map(|p| p.split("points=\"").nth(1)?.split('"').next())
+            .flat_map(|pts| pts.split_whitespace())
+            .filter_map(|xy| xy.split(',').nth(1)?.parse::<f64>().ok())
+            .fold((f64::MAX, 0.0f64), |(lo, hi), y| (lo.min(y), hi.max(y)))
+    };
+    let (a_top, a_base) = extent("#1F77B4");
+    let (m_top, m_base) = extent("#FF7F0E");
+    assert!(a_base > a_top && m_base > m_top, "no lines: {svg:.300}");
+    let (a, m) = (a_base - a_top, m_base - m_top);
+    assert!(m > 0.5 * a, "MPI line spans {m} px, allocations {a} px");
 }
