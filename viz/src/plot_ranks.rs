@@ -201,7 +201,9 @@ where
     let min_peak = v.iter().map(|r| r.1).min().unwrap_or(0);
     let span = (max_peak - min_peak).max(1) as f64;
     let (w, h) = area.dim_in_pixel();
-    let (left, top) = (60i32, 20i32);
+    // Room above the grid for the column offsets, left of it for each
+    // row's first rank.
+    let (left, top) = (60i32, 36i32);
     let legend_h = 60i32;
     let cw = ((w as i32 - left - 20) / cols as i32).max(1);
     let ch = ((h as i32 - top - legend_h - 20) / rows as i32).clamp(1, 80);
@@ -218,9 +220,43 @@ where
             .map_err(pe)?;
         }
     }
+    // Which cell is which rank: each row's first rank at its left, the
+    // column's offset from it above the grid (the strip named the max
+    // rank only: a hot cell elsewhere had to be counted out).
+    let small = font(12);
+    if ch >= 12 {
+        for (row, first) in v.iter().step_by(cols).enumerate() {
+            let y = top + row as i32 * ch + ch / 2;
+            area.draw(&Text::new(
+                first.0.to_string(),
+                (left - 6, y),
+                small.pos(Pos::new(HPos::Right, VPos::Center)),
+            ))
+            .map_err(pe)?;
+        }
+    }
+    let step = match cols {
+        64.. => 16,
+        16.. => 8,
+        _ => 4,
+    };
+    for c in (0..cols).step_by(step) {
+        let x = left + c as i32 * cw + cw / 2;
+        area.draw(&Text::new(
+            format!("+{c}"),
+            (x, top - 4),
+            small.pos(Pos::new(HPos::Center, VPos::Bottom)),
+        ))
+        .map_err(pe)?;
+        area.draw(&PathElement::new(vec![(x, top - 3), (x, top)], BLACK))
+            .map_err(pe)?;
+    }
     let grid_bottom = top + rows as i32 * ch;
     area.draw_text(
-        &format!("ranks in rows of {cols} (row-major, rank order); max rank {max_rank} outlined"),
+        &format!(
+            "ranks in rows of {cols} (rank order): a row's first rank at its left, plus the \
+             offset above; max rank {max_rank} outlined"
+        ),
         &font(13),
         (left, grid_bottom + 8),
     )

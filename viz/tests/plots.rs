@@ -698,3 +698,19 @@ fn mpi_calls_have_their_own_axis() {
     let (a, m) = (a_base - a_top, m_base - m_top);
     assert!(m > 0.5 * a, "MPI line spans {m} px, allocations {a} px");
 }
+
+/// The heat strip of many ranks says which cell is which rank: each row's
+/// first rank at its left and the column offsets above (200 ranks: rows
+/// of 128, starting at ranks 0 and 128). It named the max rank only.
+#[test]
+fn heat_strip_labels_its_rows_and_columns() {
+    let dir = tempfile::tempdir().unwrap();
+    let h5 = convert(dir.path(), "job200", &job(200));
+    let out = dir.path().join("p200");
+    plot(&h5, &out, "svg");
+    let svg = check_svg(&out.join("ranks.svg"), &["200 ranks", "rows of 128"]);
+    let texts: Vec<String> = svg_texts(&svg).into_iter().map(|t| t.0).collect();
+    for want in ["0", "128", "+0", "+16", "+112"] {
+        assert!(texts.iter().any(|t| t == want), "no {want:?} in {texts:?}");
+    }
+}
