@@ -49,7 +49,11 @@ impl Plot for Memory {
         } else {
             "min–max across ranks"
         };
-        let mean_label = if s.nranks > 1 {
+        // Once ranks of different bin widths were combined the mean, like
+        // the minimum, is a lower bound (`JobSeries::approximate`).
+        let mean_label = if s.nranks > 1 && s.approximate {
+            "mean across ranks (approximate)"
+        } else if s.nranks > 1 {
             "mean across ranks"
         } else {
             "live heap (max per bin)"

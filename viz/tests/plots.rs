@@ -714,3 +714,23 @@ fn heat_strip_labels_its_rows_and_columns() {
         assert!(texts.iter().any(|t| t == want), "no {want:?} in {texts:?}");
     }
 }
+
+/// Ranks of different bin widths combined make the minimum and the mean of
+/// the live heap lower bounds (`JobSeries::approximate`); the memory plot's
+/// legend said so of the minimum only.
+#[test]
+fn approximate_mean_is_marked_as_such() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut p = job(4);
+    p.series.as_mut().unwrap().approximate = true;
+    let h5 = convert(dir.path(), "approx", &p);
+    let out = dir.path().join("p");
+    plot(&h5, &out, "svg");
+    check_svg(
+        &out.join("memory.svg"),
+        &[
+            "min–max across ranks (min approximate)",
+            "mean across ranks (approximate)",
+        ],
+    );
+}
