@@ -42,7 +42,18 @@ pub fn run(args: &ConvertArgs) -> Result<()> {
 /// information and compressing the trees' rows are the two larger parts of
 /// a conversion, and the process that waits for it is the traced program
 /// at its exit.
+///
+/// Under a memory limit (`workers.rs`) everything runs on this thread, the
+/// symbols first.
 pub fn write_report(profile: &Profile, out: &Path) -> Result<()> {
+    if crate::workers::available() == 1 {
+        let symbols = symbolize(profile);
+        return crate::output::write_file(out, |tmp| {
+            h5layout::write_then_name(tmp, profile, || Ok(&symbols))
+                .with_context(|| crate::output::name(out))?;
+            crate::seal::seal(tmp).with_context(|| crate::output::name(out))
+        });
+    }
     crate::output::write_file(out, |tmp| {
         std::thread::scope(|s| {
             let symbolizer = s.spawn(|| symbolize(profile));

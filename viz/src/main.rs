@@ -54,6 +54,7 @@ mod sums;
 mod symbolize;
 mod timeline;
 mod untraced;
+mod workers;
 
 use std::process::ExitCode;
 

@@ -111,7 +111,8 @@ const MAX_WORKERS: usize = 4;
 /// Resolve every distinct address key of every tree of `profile`.
 ///
 /// Modules are resolved in parallel, up to [`MAX_WORKERS`] at a time (fewer
-/// on a machine with fewer CPUs), the largest first: loading a module's
+/// on a machine with fewer CPUs, one under a memory limit:
+/// `workers.rs`), the largest first: loading a module's
 /// debug information (decompressing and indexing its DWARF) is most of the
 /// work, and a report's addresses lie in a handful of modules of very
 /// different sizes (the C library's debug file, the program's own). The
@@ -139,10 +140,7 @@ pub fn symbolize(profile: &Profile) -> Symbols {
         .collect();
     // Largest first; ties by module index, so that the order is fixed.
     work.sort_unstable_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
-    let workers = std::thread::available_parallelism()
-        .map_or(1, |n| n.get())
-        .min(MAX_WORKERS)
-        .min(work.len());
+    let workers = crate::workers::available().min(MAX_WORKERS).min(work.len());
     let resolve = |(_, module, offsets): &(u64, u32, Vec<u64>)| {
         let resolver = profile
             .modules
