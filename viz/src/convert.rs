@@ -43,24 +43,27 @@ pub fn run(args: &ConvertArgs) -> Result<()> {
 /// a conversion, and the process that waits for it is the traced program
 /// at its exit.
 ///
-/// Under a memory limit (`workers.rs`) everything runs on this thread, the
-/// symbols first.
+/// Under a memory limit (`workers.rs`) everything runs on this thread.
 pub fn write_report(profile: &Profile, out: &Path) -> Result<()> {
-    if crate::workers::available() == 1 {
-        let symbols = symbolize(profile);
-        return crate::output::write_file(out, |tmp| {
-            h5layout::write_then_name(tmp, profile, || Ok(&symbols))
-                .with_context(|| crate::output::name(out))?;
-            crate::seal::seal(tmp).with_context(|| crate::output::name(out))
-        });
-    }
     crate::output::write_file(out, |tmp| {
         std::thread::scope(|s| {
-            let symbolizer = s.spawn(|| symbolize(profile));
+            // A thread that cannot be started (a process limit) is no error:
+            // the symbols are then made here, first.
+            let symbolizer = (crate::workers::available() > 1)
+                .then(|| {
+                    std::thread::Builder::new()
+                        .name("symbols".into())
+                        .spawn_scoped(s, || symbolize(profile))
+                        .ok()
+                })
+                .flatten();
             let mut symbols = None;
             h5layout::write_then_name(tmp, profile, || {
-                // (`panic = "abort"`: a symbolizer that panics ends the process.)
-                Ok(&*symbols.insert(symbolizer.join().unwrap_or_default()))
+                Ok(&*symbols.insert(match symbolizer {
+                    // (`panic = "abort"`: a symbolizer that panics ends the process.)
+                    Some(t) => t.join().unwrap_or_default(),
+                    None => symbolize(profile),
+                }))
             })
             .with_context(|| crate::output::name(out))
         })?;

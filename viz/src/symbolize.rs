@@ -166,23 +166,23 @@ pub fn symbolize(profile: &Profile) -> Symbols {
     }
     let next = std::sync::atomic::AtomicUsize::new(0);
     let parts: Vec<Vec<((u32, u64), Frame)>> = std::thread::scope(|s| {
-        let handles: Vec<_> = (0..workers)
-            .map(|_| {
-                s.spawn(|| {
-                    let mut out = Vec::new();
-                    loop {
-                        let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                        let Some(w) = work.get(i) else { break out };
-                        out.extend(resolve(w));
-                    }
-                })
-            })
+        let take = || {
+            let mut out = Vec::new();
+            loop {
+                let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                let Some(w) = work.get(i) else { break out };
+                out.extend(resolve(w));
+            }
+        };
+        // One worker is this thread; the others as many as can be started
+        // (a process limit may refuse them: the queue is then this one's).
+        let handles: Vec<_> = (1..workers)
+            .map_while(|_| std::thread::Builder::new().spawn_scoped(s, take).ok())
             .collect();
-        handles
-            .into_iter()
-            // (`panic = "abort"`: a worker that panics ends the process.)
-            .map(|h| h.join().unwrap_or_default())
-            .collect()
+        let mut parts = vec![take()];
+        // (`panic = "abort"`: a worker that panics ends the process.)
+        parts.extend(handles.into_iter().map(|h| h.join().unwrap_or_default()));
+        parts
     });
     for part in parts {
         symbols.map.extend(part);
