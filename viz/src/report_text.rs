@@ -1161,17 +1161,25 @@ mod tests {
         assert_eq!(up_to_main(&names[2..], String::as_str), &names[2..]);
     }
 
-    #[test]
-    fn ranks_known_by_a_snapshot_are_named() {
-        let rank = |rank: u32, reason: &str| RankSummary {
+    /// A rank's summary that only says how it ended.
+    fn rank(rank: u32, reason: &str) -> RankSummary {
+        RankSummary {
             rank,
             reason: reason.into(),
             ..Default::default()
-        };
-        let job = |ranks: Vec<RankSummary>| Profile {
+        }
+    }
+
+    /// A job of these ranks, and nothing else.
+    fn job(ranks: Vec<RankSummary>) -> Profile {
+        Profile {
             ranks,
             ..Default::default()
-        };
+        }
+    }
+
+    #[test]
+    fn ranks_known_by_a_snapshot_are_named() {
         let line = |p: &Profile| super::snapshot_ranks_line(p);
         assert_eq!(line(&job(vec![rank(0, "signal"), rank(1, "signal")])), None);
         assert_eq!(line(&job(vec![rank(0, "snapshot")])), None, "not a job");
@@ -1190,15 +1198,6 @@ mod tests {
     /// one whose ranks ended alike, or a process, says its one reason.
     #[test]
     fn ranks_that_ended_differently_are_named() {
-        let rank = |rank: u32, reason: &str| RankSummary {
-            rank,
-            reason: reason.into(),
-            ..Default::default()
-        };
-        let job = |ranks: Vec<RankSummary>| Profile {
-            ranks,
-            ..Default::default()
-        };
         let ends = |p: &Profile| super::mixed_ends(p);
         assert_eq!(ends(&Profile::default()), None);
         assert_eq!(
