@@ -153,6 +153,12 @@ pub struct DiffArgs {
     /// name, and line, or by the module's file name).
     #[arg(long, value_enum, default_value = "context")]
     pub group: Group,
+    /// List the contexts allocated inside MPI calls too: the MPI library's
+    /// own allocations (MPI_Init's start-up, its threads'), which grow
+    /// with a job's ranks. Left out of the list by default, as in
+    /// `report`, and summed in one line.
+    #[arg(long)]
+    pub mpi_internal: bool,
     #[command(flatten)]
     pub select: FocusArgs,
     /// Exit with status 3 when B's FIGURE grew past LIMIT over A's

@@ -1,7 +1,9 @@
 //! `wmhcct diff A B`: totals and peak side by side, and the contexts whose
 //! bytes or count changed most. Contexts are matched by their symbolised
 //! stack (function names and allocator), so two builds of the same code
-//! compare.
+//! compare. As in `report`, the contexts allocated inside MPI calls (the
+//! MPI library's own allocations, [`crate::mpi_internal`]) are left out of
+//! the list and summed in one line, unless `--mpi-internal`.
 
 use std::collections::{HashMap, HashSet};
 use std::fmt::Write as _;
@@ -17,6 +19,7 @@ use crate::h5layout::rank_count;
 use crate::input::load;
 use crate::label::short_label;
 use crate::limits;
+use crate::mpi_internal::Owners;
 use crate::repeats::runs_by;
 use crate::report_text::{
     human_bytes, largest_peak, largest_resident, peak_rank, resident_rank, up_to_main,
@@ -36,6 +39,10 @@ pub struct Change {
     pub label: String,
     pub count: (u64, u64),
     pub bytes: (u64, u64),
+    /// The MPI routine whose call allocated it, or `thread of <module>`
+    /// (the MPI library's own allocations, [`Owners`]); `None` for the
+    /// program's.
+    pub inside_mpi: Option<String>,
 }
 
 impl Change {
@@ -63,6 +70,9 @@ struct Side {
     label: String,
     count: u64,
     bytes: u64,
+    /// Its stacks' owner inside MPI ([`Owners::of`]): `None` as soon as
+    /// one of them is the program's.
+    inside_mpi: Option<String>,
 }
 
 /// A context's function names root first, then its allocator (with
@@ -88,23 +98,52 @@ impl Names {
     }
 }
 
+/// One report's contexts (or sites) by key: the program's, and apart,
+/// unless `--mpi-internal` keeps them with the program's, those the MPI
+/// library allocated for itself.
+#[derive(Default)]
+struct Keyed {
+    program: HashMap<Key, Side>,
+    mpi: HashMap<Key, Side>,
+    /// Calls and bytes of the MPI library's own contexts (listed or not)
+    /// by the MPI routine (or library thread) that allocated them.
+    routines: HashMap<String, (u64, u64)>,
+}
+
 /// The contexts of `p` by symbolised stack, those through `focus` only;
 /// with `group`, summed by allocating function, line or module
 /// ([`sites::site_name`]), whose `stack` is that name alone and whose
-/// `kind` lists the allocators called there.
+/// `kind` lists the allocators called there. The MPI library's own
+/// contexts are told apart as `report` tells them ([`Owners`], which
+/// learns every stack first) and, unless `mpi_internal`, kept apart.
 fn by_stack(
     p: &Profile,
     syms: &Symbols,
     focus: Option<&Focus>,
     group: Group,
+    mpi_internal: bool,
     names: &mut Names,
-) -> HashMap<Key, Side> {
-    let mut m: HashMap<Key, Side> = HashMap::new();
+) -> Keyed {
+    let mut owners = Owners::new(&p.meta.program);
+    for s in stacks(p, syms).filter(|s| !s.untraced) {
+        owners.learn(&s.innermost_first());
+    }
+    let mut keyed = Keyed::default();
     for s in stacks(p, syms) {
         if focus.is_some_and(|f| !f.matches(&s.frames)) {
             continue;
         }
         let innermost = s.innermost_first();
+        let owner = if s.untraced {
+            None
+        } else {
+            owners.of(&innermost)
+        };
+        if let Some(r) = &owner {
+            let e = keyed.routines.entry(r.clone()).or_default();
+            e.0 = e.0.saturating_add(s.count);
+            e.1 = e.1.saturating_add(s.bytes);
+        }
         let (key, label): (Key, _) = match group {
             Group::Context => {
                 // Not `collect`, which would keep the names' own buffer
@@ -119,19 +158,27 @@ fn by_stack(
                 (vec![names.get(name)], label)
             }
         };
+        let m = match owner {
+            Some(_) if !mpi_internal => &mut keyed.mpi,
+            _ => &mut keyed.program,
+        };
         let e = m.entry(key).or_insert_with(|| Side {
             kind: s.kind.clone(),
             label,
             count: 0,
             bytes: 0,
+            inside_mpi: owner.clone(),
         });
         if !e.kind.split(',').any(|k| k == s.kind) {
             e.kind = format!("{},{}", e.kind, s.kind);
         }
+        if owner.is_none() {
+            e.inside_mpi = None;
+        }
         e.count = e.count.saturating_add(s.count);
         e.bytes = e.bytes.saturating_add(s.bytes);
     }
-    m
+    keyed
 }
 
 /// What a focus compares: the focus, and the calls and bytes of the
@@ -142,10 +189,37 @@ pub struct FocusPair<'a> {
     pub bytes: (u64, u64),
 }
 
+/// The MPI library's own contexts (or sites) that `changes` left out of
+/// its list (without `--mpi-internal`).
+pub struct MpiLeftOut {
+    /// How many of them changed.
+    pub changed: usize,
+    /// The calls and bytes of all of them (through the focus, if any), in A
+    /// and in B.
+    pub count: (u64, u64),
+    pub bytes: (u64, u64),
+    /// (routine, calls B − A, bytes B − A) of those whose calls or bytes
+    /// changed, largest byte change first (then calls).
+    pub routines: Vec<(String, i128, i128)>,
+}
+
+/// What `changes` found.
+pub struct Changes<'f> {
+    /// Every changed context (or site) listed, largest byte change first.
+    pub list: Vec<Change>,
+    /// How many were in both reports.
+    pub matched: usize,
+    pub focus: Option<FocusPair<'f>>,
+    /// `None` with `--mpi-internal`, which lists them.
+    pub mpi_left_out: Option<MpiLeftOut>,
+}
+
 /// Every context (with `group`, every allocating function, line or module)
 /// present in either report (through `focus`, if any) with a different
 /// count or bytes, largest byte change first (then count change); how many
-/// were matched; and the focus's sums.
+/// were matched; the focus's sums (over every context through it, the MPI
+/// library's too, as `report`'s); and, unless `mpi_internal`, the MPI
+/// library's own contexts apart.
 pub fn changes<'f>(
     a: &Profile,
     sa: &Symbols,
@@ -153,23 +227,69 @@ pub fn changes<'f>(
     sb: &Symbols,
     focus: Option<&'f Focus>,
     group: Group,
-) -> (Vec<Change>, usize, Option<FocusPair<'f>>) {
+    mpi_internal: bool,
+) -> Changes<'f> {
     let mut names = Names::default();
-    let ma = by_stack(a, sa, focus, group, &mut names);
-    let mut mb = by_stack(b, sb, focus, group, &mut names);
+    let ka = by_stack(a, sa, focus, group, mpi_internal, &mut names);
+    let kb = by_stack(b, sb, focus, group, mpi_internal, &mut names);
     let sum = |m: &HashMap<Key, Side>| {
         m.values().fold((0u64, 0u64), |(c, by), s| {
             (c.saturating_add(s.count), by.saturating_add(s.bytes))
         })
     };
+    let both = |k: &Keyed| {
+        let (x, y) = (sum(&k.program), sum(&k.mpi));
+        (x.0.saturating_add(y.0), x.1.saturating_add(y.1))
+    };
     let focus = focus.map(|f| {
-        let (x, y) = (sum(&ma), sum(&mb));
+        let (x, y) = (both(&ka), both(&kb));
         FocusPair {
             focus: f,
             count: (x.0, y.0),
             bytes: (x.1, y.1),
         }
     });
+    let mpi_left_out = (!mpi_internal).then(|| {
+        let (x, y) = (sum(&ka.mpi), sum(&kb.mpi));
+        let mut routines: Vec<(String, i128, i128)> = ka
+            .routines
+            .keys()
+            .chain(kb.routines.keys())
+            .collect::<HashSet<_>>()
+            .into_iter()
+            .map(|r| {
+                let (ca, ba) = ka.routines.get(r).copied().unwrap_or_default();
+                let (cb, bb) = kb.routines.get(r).copied().unwrap_or_default();
+                (r.clone(), cb as i128 - ca as i128, bb as i128 - ba as i128)
+            })
+            .filter(|(_, c, b)| *c != 0 || *b != 0)
+            .collect();
+        routines.sort_by(|x, y| {
+            y.2.abs()
+                .cmp(&x.2.abs())
+                .then(y.1.abs().cmp(&x.1.abs()))
+                .then_with(|| x.0.cmp(&y.0))
+        });
+        MpiLeftOut {
+            changed: pair(ka.mpi, kb.mpi, group).0.len(),
+            count: (x.0, y.0),
+            bytes: (x.1, y.1),
+            routines,
+        }
+    });
+    let (list, matched) = pair(ka.program, kb.program, group);
+    Changes {
+        list,
+        matched,
+        focus,
+        mpi_left_out,
+    }
+}
+
+/// The contexts of A and B matched by key: those whose count or bytes
+/// differ, largest byte change first (then count change), and how many
+/// were in both.
+fn pair(ma: HashMap<Key, Side>, mut mb: HashMap<Key, Side>, group: Group) -> (Vec<Change>, usize) {
     let mut all = Vec::new();
     let mut matched = 0;
     for (k, x) in ma {
@@ -177,7 +297,7 @@ pub fn changes<'f>(
         if y.is_some() {
             matched += 1;
         }
-        let (cb, bb) = y.map_or((0, 0), |y| (y.count, y.bytes));
+        let (cb, bb, yin) = y.map_or((0, 0, None), |y| (y.count, y.bytes, Some(y.inside_mpi)));
         all.push(Change {
             kind: x.kind,
             key: k,
@@ -185,6 +305,11 @@ pub fn changes<'f>(
             label: x.label,
             count: (x.count, cb),
             bytes: (x.bytes, bb),
+            // The program's if either side's is.
+            inside_mpi: match yin {
+                Some(None) => None,
+                _ => x.inside_mpi,
+            },
         });
     }
     for (k, y) in mb {
@@ -195,6 +320,7 @@ pub fn changes<'f>(
             label: y.label,
             count: (0, y.count),
             bytes: (0, y.bytes),
+            inside_mpi: y.inside_mpi,
         });
     }
     all.retain(|c| c.count.0 != c.count.1 || c.bytes.0 != c.bytes.1);
@@ -205,7 +331,7 @@ pub fn changes<'f>(
             .then(y.count_delta().abs().cmp(&x.count_delta().abs()))
             .then_with(|| x.stack().cmp(y.stack()))
     });
-    (all, matched, focus)
+    (all, matched)
 }
 
 /// (kind, (count a, count b), (bytes a, bytes b)).
@@ -269,8 +395,20 @@ pub fn run(args: &DiffArgs) -> Result<u8> {
         },
     )?;
     let focus = args.select.focus();
-    let (list, matched, focus) =
-        changes(pa, &a.symbols, pb, &b.symbols, focus.as_ref(), args.group);
+    let Changes {
+        list,
+        matched,
+        focus,
+        mpi_left_out,
+    } = changes(
+        pa,
+        &a.symbols,
+        pb,
+        &b.symbols,
+        focus.as_ref(),
+        args.group,
+        args.mpi_internal,
+    );
     // What the list holds, in the JSON's keys.
     let (matched_key, changed_key, list_key) = match args.group {
         Group::Context => ("matched_contexts", "changed_contexts", "contexts"),
@@ -310,6 +448,25 @@ pub fn run(args: &DiffArgs) -> Result<u8> {
         });
         v[matched_key] = json!(matched);
         v[changed_key] = json!(list.len());
+        v["mpi_internal"] = json!(args.mpi_internal);
+        // The MPI library's own contexts left out of the list (`null` with
+        // --mpi-internal, which lists them).
+        v["mpi_own_left_out"] = match &mpi_left_out {
+            None => Value::Null,
+            Some(m) => {
+                let mut o = json!({
+                    "count_a": m.count.0, "count_b": m.count.1,
+                    "bytes_a": m.bytes.0, "bytes_b": m.bytes.1,
+                    "by_routine": m.routines.iter().map(|(r, c, b)| json!({
+                        "routine": r,
+                        "count_delta": *c as i64,
+                        "bytes_delta": *b as i64,
+                    })).collect::<Vec<Value>>(),
+                });
+                o[changed_key] = json!(m.changed);
+                o
+            }
+        };
         if !checked.is_empty() {
             v["limits"] = limits::to_json(&checked);
         }
@@ -324,13 +481,23 @@ pub fn run(args: &DiffArgs) -> Result<u8> {
                 "count_delta": c.count_delta() as i64,
                 "bytes_a": c.bytes.0, "bytes_b": c.bytes.1,
                 "bytes_delta": c.bytes_delta() as i64,
+                "inside_mpi": c.inside_mpi,
             }))
             .collect::<Vec<Value>>());
         let mut s = serde_json::to_string_pretty(&v).context("encoding JSON")?;
         s.push('\n');
         s
     } else {
-        let mut s = render_text(args, pa, pb, &tot, &list, matched, focus.as_ref());
+        let mut s = render_text(
+            args,
+            pa,
+            pb,
+            &tot,
+            &list,
+            matched,
+            focus.as_ref(),
+            mpi_left_out.as_ref(),
+        );
         if !checked.is_empty() {
             s.push_str(&limits::render(&checked));
         }
@@ -340,6 +507,7 @@ pub fn run(args: &DiffArgs) -> Result<u8> {
     Ok(limits::status(&checked))
 }
 
+#[allow(clippy::too_many_arguments)]
 fn render_text(
     args: &DiffArgs,
     a: &Profile,
@@ -348,6 +516,7 @@ fn render_text(
     list: &[Change],
     matched: usize,
     focus: Option<&FocusPair>,
+    mpi_left_out: Option<&MpiLeftOut>,
 ) -> String {
     let mut s = String::new();
     let _ = writeln!(s, "A: {} ({})", crate::spool::name(&args.a), a.meta.program);
@@ -440,6 +609,7 @@ fn render_text(
             "\nno {}{through} changed ({matched} {what} matched by {by})",
             what.trim_end_matches('s')
         );
+        mpi_note(&mut s, mpi_left_out, args.group, what);
         return s;
     }
     let shown = list.len().min(args.top);
@@ -493,7 +663,47 @@ fn render_text(
             c.count.1,
         );
     }
+    mpi_note(&mut s, mpi_left_out, args.group, what);
     s
+}
+
+/// The line that sums the MPI library's own contexts the list left out
+/// (those that changed; none, no line), as `report`'s `not listed:` line.
+fn mpi_note(s: &mut String, left_out: Option<&MpiLeftOut>, group: Group, what: &str) {
+    let Some(m) = left_out.filter(|m| m.changed > 0) else {
+        return;
+    };
+    let mut routines: Vec<String> = m
+        .routines
+        .iter()
+        .take(3)
+        .map(|(r, c, b)| match b {
+            0 => format!("{r} {} calls", signed(*c)),
+            b => format!("{r} {}", signed_bytes(*b)),
+        })
+        .collect();
+    if m.routines.len() > 3 {
+        routines.push("…".into());
+    }
+    let which = match group {
+        Group::Context => format!("{} changed contexts allocated inside MPI calls", m.changed),
+        _ => format!(
+            "{} changed {what} of the contexts allocated inside MPI calls",
+            m.changed
+        ),
+    };
+    let _ = writeln!(
+        s,
+        "\nnot shown: {which} ({}), bytes {} → {} ({}), calls {} → {} ({}): the MPI \
+         library's own allocations (--mpi-internal lists them)",
+        routines.join(", "),
+        human_bytes(m.bytes.0),
+        human_bytes(m.bytes.1),
+        signed_bytes(m.bytes.1 as i128 - m.bytes.0 as i128),
+        m.count.0,
+        m.count.1,
+        signed(m.count.1 as i128 - m.count.0 as i128),
+    );
 }
 
 /// Function names, innermost first, with each run of one name (a
