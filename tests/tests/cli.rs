@@ -1040,3 +1040,93 @@ fn diff_group_compares_allocating_functions_and_lines() {
         out
     );
 }
+
+/// `wmhcct diff` leaves out the MPI library's own contexts (allocated
+/// inside MPI calls, or on its threads) as `report` does, and sums them in
+/// one `not shown:` line; `--mpi-internal` lists them. The golden reports
+/// (tests/golden): A, a program without MPI, against B, a 4-rank job,
+/// whose MPI_Init start-up (`opal_free_list_grow_st`, +6.1 MiB) headed the
+/// list until 2026-11-27. The totals and the `--max-increase` figures stay
+/// the whole reports'.
+#[test]
+fn diff_leaves_out_the_mpi_librarys_own_contexts_unless_asked() {
+    let w = WorkDir::new("cli-diff-mpi-internal");
+    let golden = |name: &str| {
+        root()
+            .join("tests/golden")
+            .join(name)
+            .to_string_lossy()
+            .into_owned()
+    };
+    let (a, b) = (golden("temporaries.h5"), golden("mpi_pattern.h5"));
+    let text = |args: &[&str]| wmhcct_out(&w, &[&["diff", &a, &b], args].concat());
+    let program = text(&[]);
+    assert!(!program.contains("opal_free_list_grow_st"), "{program}");
+    assert!(
+        program.contains("ctx_b (mpi_pattern) [malloc]"),
+        "{program}"
+    );
+    assert!(
+        program
+            .contains("\nnot shown: 189 changed contexts allocated inside MPI calls (MPI_Init +")
+            && program
+                .contains(": the MPI library's own allocations (--mpi-internal lists them)\n"),
+        "{program}"
+    );
+    let all = text(&["--mpi-internal"]);
+    assert!(all.contains("opal_free_list_grow_st"), "{all}");
+    assert!(!all.contains("not shown:"), "{all}");
+    // By function too.
+    let functions = text(&["--group", "function"]);
+    assert!(
+        functions
+            .contains("changed allocating functions of the contexts allocated inside MPI calls"),
+        "{functions}"
+    );
+
+    let limits = [
+        "--max-increase",
+        "leaked=1TiB",
+        "--max-increase",
+        "bytes=1TiB",
+        "--max-increase",
+        "count=1000000000",
+    ];
+    let json = |args: &[&str]| {
+        wmhcct_json(
+            &w,
+            &[&["diff", &a, &b, "--json"], &limits[..], args].concat(),
+        )
+    };
+    let (p, all) = (json(&[]), json(&["--mpi-internal"]));
+    assert_eq!(p["mpi_internal"], false);
+    assert_eq!(all["mpi_internal"], true);
+    let contexts = |v: &Value| v["contexts"].as_array().unwrap().clone();
+    assert!(
+        contexts(&p).iter().all(|c| c["inside_mpi"].is_null()),
+        "{p}"
+    );
+    assert!(
+        contexts(&all).iter().any(|c| c["inside_mpi"] == "MPI_Init"),
+        "{all}"
+    );
+    let left = &p["mpi_own_left_out"];
+    assert!(all["mpi_own_left_out"].is_null(), "{all}");
+    assert_eq!(
+        u64_of(&p["changed_contexts"]) + u64_of(&left["changed_contexts"]),
+        u64_of(&all["changed_contexts"]),
+        "{left}"
+    );
+    assert_eq!(u64_of(&left["bytes_a"]), 0, "{left}");
+    assert!(u64_of(&left["bytes_b"]) > 20 << 20, "{left}");
+    assert_eq!(left["by_routine"][0]["routine"], "MPI_Init", "{left}");
+    // The totals and the limits' figures are the whole reports'.
+    assert_eq!(p["totals"], all["totals"]);
+    assert_eq!(p["limits"], all["limits"]);
+    assert_eq!(p["limits"].as_array().unwrap().len(), 3, "{p}");
+
+    // Nothing changed: no line for the MPI library's either.
+    let same = wmhcct_out(&w, &["diff", &b, &b]);
+    assert!(same.contains("\nno context changed ("), "{same}");
+    assert!(!same.contains("not shown:"), "{same}");
+}
