@@ -164,12 +164,20 @@ pub fn render(
     );
     let mpi_own = list.mpi_own();
     if mpi_own.total > 0 {
+        // The contexts holding it, hot or not: those below the hotness
+        // threshold are never listed, so the `not listed:` line (the hot
+        // ones) counts fewer.
+        let cold = MpiOwn::of(&list.cold).contexts;
         let _ = writeln!(
             s,
-            "           of it {} in {} contexts allocated inside MPI calls ({}): the MPI \
+            "           of it {} in {} contexts allocated inside MPI calls{} ({}): the MPI \
              library's own",
             human_bytes(mpi_own.total),
             mpi_own.contexts,
+            match cold {
+                0 => String::new(),
+                n => format!(", {n} of them below the hotness threshold"),
+            },
             routines(&mpi_own, SortKey::Leaked)
         );
     }
@@ -295,9 +303,16 @@ pub fn render(
         };
         let _ = writeln!(
             s,
-            "\nnot listed: {} contexts allocated inside MPI calls ({}), {amount}: \
+            "\nnot listed: {} {} allocated inside MPI calls ({}), {amount}: \
              the MPI library's own{} (--mpi-internal lists them)",
             skipped.contexts,
+            // The list's own: above the hotness threshold, as its heading
+            // says outside exact mode.
+            if p.config.exact {
+                "contexts"
+            } else {
+                "hot contexts"
+            },
             routines(&skipped, by),
             if by == SortKey::Leaked && end == "MPI_Finalize" {
                 " memory, most of which it frees after the report is taken"
