@@ -83,7 +83,8 @@ fn large_tables_are_compressed_and_read_back() {
 }
 
 /// A profile converts to the same bytes every time: at the program's exit
-/// and by `wmhcct convert` again, twice. Until 2026-11-27 the tables' rows
+/// and by `wmhcct convert` again, twice, and on one thread under a memory
+/// limit. Until 2026-11-27 the tables' rows
 /// were written as laid out in the converter's memory, padding included,
 /// and every conversion gave another file (of another size, since the
 /// padding's contents compressed differently).
@@ -137,4 +138,23 @@ fn a_profile_converts_to_the_same_bytes_every_time() {
             first.len()
         );
     }
+    // Under a memory limit the converter runs on one thread
+    // (viz/src/workers.rs): the same file.
+    let limited = w.join("limited.h5");
+    let conv = run_plain(
+        "sh",
+        &[
+            "-c",
+            "ulimit -v 4000000 && exec \"$0\" convert \"$1\" -o \"$2\"",
+            bin().to_str().unwrap(),
+            kept.to_str().unwrap(),
+            limited.to_str().unwrap(),
+        ],
+        &w.path,
+    );
+    assert_eq!(conv.code, 0, "{}", conv.describe());
+    assert!(
+        std::fs::read(&limited).unwrap() == first,
+        "one thread and several give the same file"
+    );
 }
