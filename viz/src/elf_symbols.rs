@@ -50,9 +50,14 @@ impl ElfSymbols {
     /// through `object`'s cache, each symbol's name took a read of its own
     /// (a C library's ~10 000 symbols: ~10 ms, a tenth of a conversion).
     pub fn read(path: &Path) -> Option<ElfSymbols> {
-        let file = std::fs::File::open(path).ok()?;
-        if file.metadata().ok()?.len() <= IN_MEMORY_MAX {
-            let data = std::fs::read(path).ok()?;
+        use std::io::Read as _;
+        let mut file = std::fs::File::open(path).ok()?;
+        let len = file.metadata().ok()?.len();
+        if len <= IN_MEMORY_MAX {
+            // From the file opened, not its path again (which may be
+            // another file by now).
+            let mut data = Vec::with_capacity(len as usize);
+            file.read_to_end(&mut data).ok()?;
             Self::of_file(&object::File::parse(&*data).ok()?)
         } else {
             let cache = object::ReadCache::new(file);
