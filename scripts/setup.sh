@@ -24,6 +24,9 @@ PACKAGES=(
     lammps
     # Traced programs under valgrind (tests/tests/valgrind.rs).
     valgrind
+    # The C library's debug file, which every report's root frames are
+    # named from (viz/src/debug_file.rs tests it; valgrind depends on it).
+    libc6-dbg
     # Everyday programs under the tracer (tests/tests/everyday_programs.rs).
     git xz-utils perl mawk
 )

@@ -6,6 +6,7 @@ mod say;
 mod cli;
 mod contexts;
 mod convert;
+mod debug_file;
 mod demangle;
 mod diff;
 mod elf_symbols;

@@ -27,6 +27,7 @@ use std::path::{Path, PathBuf};
 use addr2line::Loader;
 use wmhcct_format::{FrameKey, Module, Profile};
 
+use crate::debug_file::DebugSections;
 use crate::demangle::demangle;
 use crate::elf_symbols::ElfSymbols;
 
@@ -140,12 +141,15 @@ pub fn symbolize(profile: &Profile) -> Symbols {
         .collect();
     // Largest first; ties by module index, so that the order is fixed.
     work.sort_unstable_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
-    let workers = crate::workers::available().min(MAX_WORKERS).min(work.len());
+    let available = crate::workers::available();
+    let workers = available.min(MAX_WORKERS).min(work.len());
+    // A module's debug file decompresses on two threads where there are
+    // more CPUs than modules being resolved at once.
+    let threads = if available > workers { 2 } else { 1 };
     let resolve = |(_, module, offsets): &(u64, u32, Vec<u64>)| {
-        let resolver = profile
-            .modules
-            .get(*module as usize)
-            .map(ModuleResolver::open);
+        let m = profile.modules.get(*module as usize);
+        let debug = m.and_then(|m| ModuleResolver::debug(m, threads, offsets));
+        let resolver = m.map(|m| ModuleResolver::open(m, debug.as_ref()));
         offsets
             .iter()
             .map(|&offset| {
@@ -191,7 +195,7 @@ pub fn symbolize(profile: &Profile) -> Symbols {
 }
 
 /// `/usr/lib/debug/.build-id/ab/cdef….debug` for build id `abcdef…`.
-fn debug_file(build_id: &str) -> Option<PathBuf> {
+pub fn debug_file(build_id: &str) -> Option<PathBuf> {
     let id = build_id.to_ascii_lowercase();
     (id.len() > 2 && id.bytes().all(|b| b.is_ascii_hexdigit())).then(|| {
         PathBuf::from(format!(
@@ -225,10 +229,26 @@ fn build_id_matches(path: &Path, expected: &str) -> bool {
     }
 }
 
+/// A module's separate debug file, loaded: what [`ModuleResolver::open`]
+/// borrows.
+pub struct Debug {
+    path: PathBuf,
+    sections: DebugSections,
+}
+
+/// Where a module's names come from.
+enum Dwarf<'a> {
+    /// Its separate debug file (`debug_file.rs`).
+    Debug(addr2line::Context<crate::debug_file::Reader<'a>>),
+    /// The module file itself, through `addr2line`'s loader (which also
+    /// reads the `.dwo`/`.dwp` files of split-DWARF builds).
+    Module(Box<Loader>),
+}
+
 /// Debug information of one module, if its file could be loaded.
-pub struct ModuleResolver {
-    loader: Option<Loader>,
-    /// The file the loader read (the debug file, else the module).
+pub struct ModuleResolver<'a> {
+    dwarf: Option<Dwarf<'a>>,
+    /// The file the DWARF was read from (the debug file, else the module).
     file: Option<PathBuf>,
     /// Its symbol table, read at the first address DWARF does not name.
     symbols: std::cell::OnceCell<Option<ElfSymbols>>,
@@ -238,29 +258,51 @@ pub struct ModuleResolver {
     code: std::cell::OnceCell<Option<Code>>,
 }
 
-impl ModuleResolver {
-    /// Load a module's debug information: from its separate debug file under
-    /// `/usr/lib/debug/.build-id/` when installed, else from the module file.
-    /// A file whose build id differs from the recorded one (rebuilt since the
-    /// run) is not used: its frames stay unknown rather than wrong.
-    pub fn open(module: &Module) -> ModuleResolver {
-        let usable = !module.path.is_empty()
-            && !module.path.starts_with('[')
-            && build_id_matches(Path::new(&module.path), &module.build_id);
-        let (loader, file) = if usable {
-            let debug = debug_file(&module.build_id).filter(|d| d.is_file());
-            match debug.and_then(|d| Some((Loader::new(&d).ok()?, d))) {
-                Some((l, d)) => (Some(l), Some(d)),
-                None => match Loader::new(&module.path) {
-                    Ok(l) => (Some(l), Some(PathBuf::from(&module.path))),
-                    Err(_) => (None, None),
-                },
-            }
-        } else {
-            (None, None)
+/// Is the module's file there and the one the run saw? A file whose build
+/// id differs from the recorded one (rebuilt since the run) is not used:
+/// its frames stay unknown rather than wrong.
+fn usable(module: &Module) -> bool {
+    !module.path.is_empty()
+        && !module.path.starts_with('[')
+        && build_id_matches(Path::new(&module.path), &module.build_id)
+}
+
+impl<'a> ModuleResolver<'a> {
+    /// The module's separate debug file under `/usr/lib/debug/.build-id/`,
+    /// loaded for the return addresses `offsets` (what [`Self::resolve`]
+    /// will be asked), when it is installed and the module is usable;
+    /// `threads` as for [`DebugSections::load`].
+    pub fn debug(module: &Module, threads: usize, offsets: &[u64]) -> Option<Debug> {
+        let path = debug_file(&module.build_id).filter(|d| d.is_file())?;
+        if !usable(module) {
+            return None;
+        }
+        let mut sections = DebugSections::load(&path, threads)?;
+        let probes: Vec<u64> = offsets.iter().map(|o| o.saturating_sub(1)).collect();
+        sections.keep_units_of(&probes);
+        Some(Debug { path, sections })
+    }
+
+    /// A module's resolver: from its separate debug file when one was loaded
+    /// ([`ModuleResolver::debug`]), else from the module file.
+    pub fn open(module: &Module, debug: Option<&'a Debug>) -> ModuleResolver<'a> {
+        let usable = usable(module);
+        let from_debug = debug
+            .filter(|_| usable)
+            .and_then(|d| Some((Dwarf::Debug(d.sections.context()?), d.path.clone())));
+        let (dwarf, file) = match from_debug {
+            Some((dwarf, path)) => (Some(dwarf), Some(path)),
+            None if usable => match Loader::new(&module.path) {
+                Ok(l) => (
+                    Some(Dwarf::Module(Box::new(l))),
+                    Some(PathBuf::from(&module.path)),
+                ),
+                Err(_) => (None, None),
+            },
+            None => (None, None),
         };
         ModuleResolver {
-            loader,
+            dwarf,
             file,
             symbols: std::cell::OnceCell::new(),
             module: usable.then(|| PathBuf::from(&module.path)),
@@ -280,33 +322,14 @@ impl ModuleResolver {
 
     /// Resolve a return address given relative to the module's bias.
     pub fn resolve(&self, offset: u64) -> Frame {
-        let Some(loader) = &self.loader else {
+        let Some(dwarf) = &self.dwarf else {
             return Frame::unknown();
         };
         let probe = offset.saturating_sub(1);
-        let mut found: Option<Frame> = None;
-        let mut raw_name = None;
-        if let Ok(mut frames) = loader.find_frames(probe) {
-            // Innermost first: the last frame is the real (outermost) function.
-            while let Ok(Some(f)) = frames.next() {
-                raw_name = f
-                    .function
-                    .as_ref()
-                    .and_then(|n| n.raw_name().ok())
-                    .map(|n| n.into_owned());
-                let function = raw_name.as_deref().map(demangle);
-                let (file, line) = f
-                    .location
-                    .as_ref()
-                    .map(|l| (l.file.unwrap_or("").to_string(), l.line.unwrap_or(0)))
-                    .unwrap_or_default();
-                found = Some(Frame {
-                    function: function.unwrap_or_else(|| "??".into()),
-                    file,
-                    line,
-                });
-            }
-        }
+        let (found, raw_name) = match dwarf {
+            Dwarf::Debug(ctx) => outermost(ctx.find_frames(probe).skip_all_loads().ok()),
+            Dwarf::Module(loader) => outermost(loader.find_frames(probe).ok()),
+        };
         let mut frame = found.unwrap_or_else(Frame::unknown);
         let symbols = || {
             self.symbols
@@ -339,13 +362,48 @@ impl ModuleResolver {
             }
         }
         if frame.file.is_empty() {
-            if let Ok(Some(loc)) = loader.find_location(probe) {
+            let location = match dwarf {
+                Dwarf::Debug(ctx) => ctx.find_location(probe).ok(),
+                Dwarf::Module(loader) => loader.find_location(probe).ok(),
+            };
+            if let Some(Some(loc)) = location {
                 frame.file = loc.file.unwrap_or("").to_string();
                 frame.line = loc.line.unwrap_or(0);
             }
         }
         frame
     }
+}
+
+/// The outermost function of a lookup's frames (innermost first: the last
+/// is the real function that owns the address) with the line where its
+/// inlined chain starts, and its raw name.
+fn outermost<R: addr2line::gimli::Reader>(
+    frames: Option<addr2line::FrameIter<'_, R>>,
+) -> (Option<Frame>, Option<String>) {
+    let (mut found, mut raw_name) = (None, None);
+    let Some(mut frames) = frames else {
+        return (found, raw_name);
+    };
+    while let Ok(Some(f)) = frames.next() {
+        raw_name = f
+            .function
+            .as_ref()
+            .and_then(|n| n.raw_name().ok())
+            .map(|n| n.into_owned());
+        let function = raw_name.as_deref().map(demangle);
+        let (file, line) = f
+            .location
+            .as_ref()
+            .map(|l| (l.file.unwrap_or("").to_string(), l.line.unwrap_or(0)))
+            .unwrap_or_default();
+        found = Some(Frame {
+            function: function.unwrap_or_else(|| "??".into()),
+            file,
+            line,
+        });
+    }
+    (found, raw_name)
 }
 
 /// The demangled ELF `symbol` of a function that debug information names
@@ -414,7 +472,10 @@ mod tests {
             path: "/nonexistent/libnothing.so".into(),
             ..Module::default()
         };
-        assert_eq!(ModuleResolver::open(&m).resolve(0x1234), Frame::unknown());
+        assert_eq!(
+            ModuleResolver::open(&m, None).resolve(0x1234),
+            Frame::unknown()
+        );
     }
 
     #[test]
@@ -426,7 +487,7 @@ mod tests {
             build_id: "00112233445566778899aabbccddeeff00112233".into(),
             ..Module::default()
         };
-        assert!(ModuleResolver::open(&m).loader.is_none());
+        assert!(ModuleResolver::open(&m, None).dwarf.is_none());
         assert_eq!(
             debug_file("ABcdef").unwrap(),
             PathBuf::from("/usr/lib/debug/.build-id/ab/cdef.debug")
@@ -473,7 +534,7 @@ mod tests {
         let symbols = symbolize(&profile);
         assert_eq!(symbols.map.len(), keys.len());
         for (module, offset) in keys {
-            let want = ModuleResolver::open(&modules[module as usize]).resolve(offset);
+            let want = ModuleResolver::open(&modules[module as usize], None).resolve(offset);
             assert_eq!(
                 symbols.get(module, offset),
                 want,
@@ -509,7 +570,7 @@ mod tests {
             ..Module::default()
         };
         // +1: resolve() looks up offset - 1, as for a return address.
-        let f = ModuleResolver::open(&m).resolve(addr - bias + 1);
+        let f = ModuleResolver::open(&m, None).resolve(addr - bias + 1);
         assert!(f.function.contains("marker_function"), "{f:?}");
         assert!(f.file.ends_with("symbolize.rs"), "{f:?}");
         assert!(f.line > 0);
