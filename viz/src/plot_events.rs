@@ -4,12 +4,160 @@
 use anyhow::Result;
 use plotters::coord::Shift;
 use plotters::prelude::*;
+use wmhcct_format::{RankSeries, Sample};
 
 use crate::legend::{box_size, place};
 use crate::plot::{font, palette, pe, upper, Data, Plot, PALETTE_LEN};
 use crate::plot_title::title;
 
 pub struct Events;
+
+/// Points the scatter draws at most, over all ranks. Its plot area is
+/// about 1090 × 270 px, and a point (a disc of radius 2) inks some 13 px:
+/// 20 000 points would cover it once over, so more only pile up where
+/// points already are. All of a job's sample was drawn, up to 16 ranks'
+/// reservoirs (160 000 events by default, `JOB_SAMPLE_FACTOR`): 15 MB of
+/// SVG on 64 ranks. 20 000 circles are 1.9 MB.
+pub const MAX_POINTS: usize = 20_000;
+
+/// Width of the colour bar that keys ranks beyond the palette, in steps of
+/// 2 px.
+const KEY_STEPS: i32 = 60;
+
+/// The indices of each rank's samples (each sorted by time) that the
+/// scatter draws, at most `cap` over all ranks: all of them when they fit;
+/// otherwise each rank a share in proportion to its sample (at least one
+/// point: cap permitting), among them its largest allocation of each
+/// power-of-two size, largest first, up to half its share (a checkpoint's
+/// few large buffers do not vanish among a rank's thousands of small
+/// allocations); the rest evenly spaced over its time-ordered sample.
+/// Deterministic: integer arithmetic, ties to the earlier rank or sample.
+pub fn shown(ranks: &[&[Sample]], cap: usize) -> Vec<Vec<usize>> {
+    let sizes: Vec<usize> = ranks.iter().map(|r| r.len()).collect();
+    shares(&sizes, cap)
+        .into_iter()
+        .zip(ranks)
+        .map(|(q, r)| pick(r, q))
+        .collect()
+}
+
+/// Each rank's share of `cap` points, of `sizes` samples a rank.
+fn shares(sizes: &[usize], cap: usize) -> Vec<usize> {
+    let total: usize = sizes.iter().sum();
+    if total <= cap {
+        return sizes.to_vec();
+    }
+    let busy: Vec<usize> = (0..sizes.len()).filter(|&k| sizes[k] > 0).collect();
+    let mut q = vec![0; sizes.len()];
+    if busy.len() >= cap {
+        // More ranks than points: one point each of ranks evenly spaced.
+        for i in 0..cap {
+            q[busy[i * busy.len() / cap]] = 1;
+        }
+        return q;
+    }
+    // One point a rank, the rest in proportion to the rest of its sample,
+    // by largest remainder.
+    let rest = (cap - busy.len()) as u128;
+    let pool = (total - busy.len()) as u128;
+    let mut frac = Vec::with_capacity(busy.len());
+    for &k in &busy {
+        let exact = rest * (sizes[k] - 1) as u128;
+        q[k] = 1 + (exact / pool) as usize;
+        frac.push((exact % pool, k));
+    }
+    let left = cap - q.iter().sum::<usize>();
+    frac.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
+    for &(_, k) in frac.iter().take(left) {
+        q[k] += 1;
+    }
+    q
+}
+
+/// `q` indices of `samples`, ascending: the largest allocation of each
+/// power-of-two size, largest first, up to half of `q` (at least one), and
+/// the rest evenly spaced over the other samples.
+fn pick(samples: &[Sample], q: usize) -> Vec<usize> {
+    let n = samples.len();
+    if q >= n {
+        return (0..n).collect();
+    }
+    if q == 0 {
+        return Vec::new();
+    }
+    // The largest sample (the earliest of equals) of each class, by the
+    // bits of its size.
+    let mut largest: [Option<usize>; 65] = [None; 65];
+    for (i, x) in samples.iter().enumerate() {
+        let t = &mut largest[(u64::BITS - x.size.leading_zeros()) as usize];
+        if t.is_none_or(|j| samples[j].size < x.size) {
+            *t = Some(i);
+        }
+    }
+    let top: Vec<usize> = largest.iter().rev().flatten().copied().collect();
+    let mut keep = vec![false; n];
+    for &i in top.iter().take(q.div_ceil(2)) {
+        keep[i] = true;
+    }
+    let others: Vec<usize> = (0..n).filter(|&i| !keep[i]).collect();
+    let m = q - top.len().min(q.div_ceil(2));
+    for k in 0..m {
+        keep[others[k * others.len() / m]] = true;
+    }
+    (0..n).filter(|&i| keep[i]).collect()
+}
+
+/// How the scatter colours ranks: the palette while it has a colour for
+/// each, otherwise a scale from the first rank to the last.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum RankColours {
+    Palette,
+    Scale { first: u32, last: u32 },
+}
+
+impl RankColours {
+    fn of(ranks: &[RankSeries]) -> RankColours {
+        match (ranks.first(), ranks.last()) {
+            (Some(f), Some(l)) if ranks.len() > PALETTE_LEN => RankColours::Scale {
+                first: f.rank,
+                last: l.rank,
+            },
+            _ => RankColours::Palette,
+        }
+    }
+
+    /// The colour of `rank`, the `k`-th of the ranks (`rank` on the scale).
+    fn of_rank(self, k: usize, rank: u32) -> RGBColor {
+        match self {
+            RankColours::Palette => palette(k),
+            RankColours::Scale { first, last } => {
+                let span = last.saturating_sub(first).max(1) as f64;
+                scale(rank.saturating_sub(first) as f64 / span)
+            }
+        }
+    }
+}
+
+/// A sequential scale for t in [0, 1]: viridis (plotters' stops, in its
+/// `colormaps` feature) from its dark blue to its green, still dark enough
+/// at half opacity on white: its last seventh, to yellow, is left out.
+fn scale(t: f64) -> RGBColor {
+    const STOPS: [(f64, f64, f64); 7] = [
+        (68.0, 1.0, 84.0),
+        (70.0, 50.0, 127.0),
+        (54.0, 92.0, 141.0),
+        (39.0, 127.0, 143.0),
+        (31.0, 162.0, 136.0),
+        (74.0, 194.0, 110.0),
+        (160.0, 219.0, 57.0),
+    ];
+    let t = t.clamp(0.0, 1.0) * (STOPS.len() - 1) as f64;
+    let i = (t.floor() as usize).min(STOPS.len() - 2);
+    let u = t - i as f64;
+    let (a, b) = (STOPS[i], STOPS[i + 1]);
+    let lerp = |x: f64, y: f64| (x + (y - x) * u).round() as u8;
+    RGBColor(lerp(a.0, b.0), lerp(a.1, b.1), lerp(a.2, b.2))
+}
 
 impl Plot for Events {
     fn name(&self) -> &'static str {
@@ -120,17 +268,12 @@ impl Plot for Events {
             .draw()
             .map_err(pe)?;
 
-        let points: Vec<(f64, f64, usize)> = s
+        let smax = s
             .per_rank
             .iter()
-            .enumerate()
-            .flat_map(|(k, r)| {
-                r.samples
-                    .iter()
-                    .map(move |x| (x.t_ns as f64 / 1e9, x.size.max(1) as f64, k))
-            })
-            .collect();
-        let smax = points.iter().map(|p| p.1).fold(1.0, f64::max);
+            .flat_map(|r| &r.samples)
+            .map(|x| x.size.max(1) as f64)
+            .fold(1.0, f64::max);
         let mut chart = ChartBuilder::on(&bottom)
             .margin(12)
             .x_label_area_size(50)
@@ -146,32 +289,156 @@ impl Plot for Events {
             .y_label_formatter(&|v| crate::plot::short_number(*v))
             .draw()
             .map_err(pe)?;
+        let samples: Vec<&[Sample]> = s.per_rank.iter().map(|r| r.samples.as_slice()).collect();
+        let kept = shown(&samples, MAX_POINTS);
+        let colour = RankColours::of(&s.per_rank);
+        // Rank by rank while each has a colour of its own; on the scale in
+        // time order, so that where points overlap the last rank does not
+        // cover all the others.
+        let mut order: Vec<(usize, usize)> = kept
+            .iter()
+            .enumerate()
+            .flat_map(|(k, ks)| ks.iter().map(move |&i| (k, i)))
+            .collect();
+        if matches!(colour, RankColours::Scale { .. }) {
+            order.sort_by_key(|&(k, i)| (samples[k][i].t_ns, k));
+        }
         chart
-            .draw_series(
-                points
-                    .iter()
-                    .map(|&(t, size, k)| Circle::new((t, size), 2, palette(k).mix(0.5).filled())),
-            )
+            .draw_series(order.iter().map(|&(k, i)| {
+                let x = samples[k][i];
+                let c = colour.of_rank(k, s.per_rank[k].rank).mix(0.5).filled();
+                Circle::new((x.t_ns as f64 / 1e9, x.size.max(1) as f64), 2, c)
+            }))
             .map_err(pe)?;
-        let sampled: usize = s.per_rank.iter().map(|r| r.samples.len()).sum();
+        let sampled: usize = samples.iter().map(|r| r.len()).sum();
+        let drawn: usize = kept.iter().map(Vec::len).sum();
         let from: u64 = s.per_rank.iter().map(|r| r.sampled_from).sum();
-        let note = format!("{sampled} sampled of {from} allocations");
+        let note = if drawn < sampled {
+            format!(
+                "{drawn} of {sampled} sampled events shown (of {from} allocations; \
+                 each rank's evenly in time, with its largest sizes)"
+            )
+        } else {
+            format!("{sampled} sampled of {from} allocations")
+        };
         let style = font(13);
         bottom.draw_text(&note, &style, (110, 14)).map_err(pe)?;
-        // Which colour is which rank, while the colours are distinct.
-        if s.per_rank.len() > 1 && s.per_rank.len() <= PALETTE_LEN {
-            let (w, h) = bottom.estimate_text_size(&note, &style).map_err(pe)?;
-            let mut x = 110 + w as i32 + 24;
-            let y = 14 + h as i32 / 2;
-            for (k, r) in s.per_rank.iter().enumerate() {
+        let (w, h) = bottom.estimate_text_size(&note, &style).map_err(pe)?;
+        let mut x = 110 + w as i32 + 24;
+        let y = 14 + h as i32 / 2;
+        match colour {
+            // Which colour is which rank, while the colours are distinct.
+            RankColours::Palette if s.per_rank.len() > 1 => {
+                for (k, r) in s.per_rank.iter().enumerate() {
+                    bottom
+                        .draw(&Circle::new((x, y), 4, palette(k).filled()))
+                        .map_err(pe)?;
+                    let name = format!("rank {}", r.rank);
+                    bottom.draw_text(&name, &style, (x + 8, 14)).map_err(pe)?;
+                    x += 8 + bottom.estimate_text_size(&name, &style).map_err(pe)?.0 as i32 + 16;
+                }
+            }
+            RankColours::Palette => {}
+            // More ranks: a colour bar from the first to the last.
+            RankColours::Scale { first, last } => {
+                let name = format!("rank {first}");
+                bottom.draw_text(&name, &style, (x, 14)).map_err(pe)?;
+                x += bottom.estimate_text_size(&name, &style).map_err(pe)?.0 as i32 + 6;
+                for i in 0..KEY_STEPS {
+                    let c = scale(i as f64 / (KEY_STEPS - 1) as f64);
+                    let x0 = x + i * 2;
+                    bottom
+                        .draw(&Rectangle::new([(x0, y - 5), (x0 + 2, y + 5)], c.filled()))
+                        .map_err(pe)?;
+                }
+                x += KEY_STEPS * 2 + 6;
                 bottom
-                    .draw(&Circle::new((x, y), 4, palette(k).filled()))
+                    .draw_text(&format!("rank {last}"), &style, (x, 14))
                     .map_err(pe)?;
-                let name = format!("rank {}", r.rank);
-                bottom.draw_text(&name, &style, (x + 8, 14)).map_err(pe)?;
-                x += 8 + bottom.estimate_text_size(&name, &style).map_err(pe)?.0 as i32 + 16;
             }
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sample(t_ns: u64, size: u64) -> Sample {
+        Sample {
+            t_ns,
+            size,
+            context: 0,
+        }
+    }
+
+    #[test]
+    fn below_the_cap_every_sample_is_shown() {
+        assert_eq!(shares(&[500, 0, 1500], 2000), vec![500, 0, 1500]);
+        let r: Vec<Sample> = (0..10).map(|i| sample(i, 16)).collect();
+        assert_eq!(shown(&[&r, &r], 20), vec![(0..10).collect::<Vec<_>>(); 2]);
+    }
+
+    #[test]
+    fn shares_are_proportional_and_fill_the_cap() {
+        // 1 each, then 398 by 999 : 2999, the remainder to the larger
+        // fraction (298.55 against 99.45).
+        assert_eq!(shares(&[1000, 3000], 400), vec![100, 300]);
+        // An equal sample, an equal share; the cap's remainder to the
+        // first ranks.
+        let q = shares(&[2500; 64], 20_000);
+        assert_eq!(q.iter().sum::<usize>(), 20_000);
+        assert!(q.iter().all(|&x| x == 312 || x == 313), "{q:?}");
+        assert!(q[..32].iter().all(|&x| x == 313), "{q:?}");
+        // A rank of one sample among large ones keeps it; none over its
+        // sample.
+        let q = shares(&[100_000, 1, 0, 7], 100);
+        assert_eq!(q, vec![98, 1, 0, 1]);
+        // More ranks than points: one each of ranks evenly spaced.
+        assert_eq!(shares(&[5; 10], 3), vec![1, 0, 0, 1, 0, 0, 1, 0, 0, 0]);
+    }
+
+    #[test]
+    fn a_ranks_share_keeps_its_largest_sizes_and_spreads_the_rest() {
+        // 1000 small allocations, a 1 MiB one at 300 and a 64 KiB one at
+        // 700.
+        let r: Vec<Sample> = (0..1000)
+            .map(|i| match i {
+                300 => sample(i, 1 << 20),
+                700 => sample(i, 65_536),
+                _ => sample(i, 16 + i % 16),
+            })
+            .collect();
+        let k = pick(&r, 10);
+        assert_eq!(k.len(), 10);
+        assert!(k.windows(2).all(|w| w[0] < w[1]), "{k:?}");
+        assert!(k.contains(&300) && k.contains(&700), "{k:?}");
+        // The largest of the 16..31 B class, the first 31 B one.
+        assert!(k.contains(&15), "{k:?}");
+        // The other 7 every 997 / 7 of the other samples.
+        assert_eq!(k, vec![0, 15, 143, 285, 300, 429, 571, 700, 715, 857]);
+        // A share of one: the largest.
+        assert_eq!(pick(&r, 1), vec![300]);
+        // Same sample, same choice.
+        assert_eq!(shown(&[&r, &r[..500]], 30), shown(&[&r, &r[..500]], 30));
+    }
+
+    #[test]
+    fn the_rank_scale_runs_from_dark_blue_to_green() {
+        assert_eq!(scale(0.0), RGBColor(68, 1, 84));
+        assert_eq!(scale(1.0), RGBColor(160, 219, 57));
+        assert_eq!(scale(0.5), RGBColor(39, 127, 143));
+        // 64 ranks, 64 colours.
+        let c = RankColours::Scale { first: 0, last: 63 };
+        let mut all: Vec<_> = (0..64u32)
+            .map(|r| {
+                let RGBColor(a, b, d) = c.of_rank(r as usize, r);
+                (a, b, d)
+            })
+            .collect();
+        all.sort();
+        all.dedup();
+        assert_eq!(all.len(), 64);
     }
 }

@@ -734,3 +734,136 @@ fn approximate_mean_is_marked_as_such() {
         ],
     );
 }
+
+/// `job(n)` with `per_rank` sampled events a rank instead of its 500 (the
+/// job's default budget, 16 reservoirs of 10 000, shared by 64 ranks is
+/// 2 500 each): evenly over the second, 16 B – 8 KiB (the higher the
+/// rank, the larger), and each rank's
+/// (rank+1) MiB buffer at 0.3 s, its one allocation of 1 MiB or more.
+fn dense_job(n: u32, per_rank: usize) -> Profile {
+    let mut p = job(n);
+    let s = p.series.as_mut().unwrap();
+    for r in &mut s.per_rank {
+        let mut x = 0x9e37_79b9_7f4a_7c15u64 ^ r.rank as u64;
+        r.samples = (0..per_rank)
+            .map(|i| {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                let big = i == per_rank * 3 / 10;
+                wmhcct_format::Sample {
+                    t_ns: i as u64 * 1_000_000_000 / per_rank as u64,
+                    size: if big {
+                        (r.rank as u64 + 1) * MIB
+                    } else {
+                        (16 << (x % 9)) * (64 + r.rank as u64 % 64) / 64
+                    },
+                    context: wmhcct_format::NO_CONTEXT,
+                }
+            })
+            .collect();
+        r.sampled_from = per_rank as u64 * 40;
+    }
+    p
+}
+
+/// The attribute `name` of every `<circle` of an SVG.
+fn circle_attr(svg: &str, name: &str) -> Vec<String> {
+    let key = format!(" {name}=\"");
+    svg.split("<circle")
+        .skip(1)
+        .filter_map(|c| {
+            let tag = c.split('>').next()?;
+            Some(tag.split_once(&key)?.1.split('"').next()?.to_string())
+        })
+        .collect()
+}
+
+/// A 64-rank job's 160 000 sampled events (the default budget) drew 160 000
+/// circles, a 15 MB SVG, and more ranks drew more: the scatter now draws
+/// at most `MAX_POINTS` (20 000), each rank's share in proportion to its
+/// sample and its largest allocations among them, says so above it, and
+/// gives the same bytes each time.
+#[test]
+fn scatter_of_many_ranks_is_capped() {
+    let dir = tempfile::tempdir().unwrap();
+    let h5 = convert(dir.path(), "dense64", &dense_job(64, 2500));
+    let out = dir.path().join("dense64");
+    plot(&h5, &out, "svg");
+    let svg = check_svg(
+        &out.join("events.svg"),
+        &["20000 of 160000 sampled events shown (of 6400000 allocations"],
+    );
+    assert!(svg.len() < 2_500_000, "events.svg is {} bytes", svg.len());
+    let cy: Vec<i64> = circle_attr(&svg, "cy")
+        .iter()
+        .map(|v| v.parse().unwrap())
+        .collect();
+    // The cap, filled: no key circles beyond 8 ranks.
+    assert_eq!(cy.len(), 20_000);
+    // Every rank's 1 MiB+ buffer is drawn: the circles above the widest
+    // gap on the log size axis (8 KiB to 1 MiB), one a rank.
+    let mut ys = cy.clone();
+    ys.sort();
+    ys.dedup();
+    let gap = ys
+        .windows(2)
+        .max_by_key(|w| w[1] - w[0])
+        .map(|w| w[0])
+        .unwrap();
+    assert_eq!(cy.iter().filter(|&&y| y <= gap).count(), 64);
+    // Same report, same bytes.
+    let again = dir.path().join("again");
+    plot(&h5, &again, "svg");
+    let svg2 = std::fs::read_to_string(again.join("events.svg")).unwrap();
+    assert!(svg == svg2, "two plots of one report differ");
+}
+
+/// Beyond the palette's 8 colours the scatter's colours repeated, with no
+/// key: ranks are now coloured on a scale, one colour a rank, with a
+/// colour bar from the first rank to the last.
+#[test]
+fn scatter_colours_ranks_beyond_the_palette_on_a_scale_with_a_key() {
+    let dir = tempfile::tempdir().unwrap();
+    let h5 = convert(dir.path(), "job64", &job(64));
+    let out = dir.path().join("colours64");
+    plot(&h5, &out, "svg");
+    let svg = check_svg(
+        &out.join("events.svg"),
+        &["8000 sampled of 320064 allocations"],
+    );
+    let mut fills = circle_attr(&svg, "fill");
+    assert_eq!(fills.len(), 8000);
+    fills.sort();
+    fills.dedup();
+    assert_eq!(fills.len(), 64, "{fills:?}");
+    let texts: Vec<String> = svg_texts(&svg).into_iter().map(|t| t.0).collect();
+    for want in ["rank 0", "rank 63"] {
+        assert!(texts.iter().any(|t| t == want), "no {want:?} in {texts:?}");
+    }
+}
+
+/// Up to 8 ranks, below the cap, the scatter is as it was: every sampled
+/// event drawn, a colour of the palette a rank and a key naming each.
+#[test]
+fn scatter_of_four_ranks_is_unchanged() {
+    let dir = tempfile::tempdir().unwrap();
+    let h5 = convert(dir.path(), "job4", &job(4));
+    let out = dir.path().join("scatter4");
+    plot(&h5, &out, "svg");
+    let svg = check_svg(
+        &out.join("events.svg"),
+        &["2000 sampled of 20004 allocations"],
+    );
+    let fills = circle_attr(&svg, "fill");
+    // 500 points a rank and the key's 4 circles, the palette's first 4.
+    assert_eq!(fills.len(), 2004);
+    for c in ["#D62728", "#2CA02C", "#FF7F0E", "#9467BD"] {
+        assert_eq!(fills.iter().filter(|f| *f == c).count(), 501, "{c}");
+    }
+    let texts: Vec<String> = svg_texts(&svg).into_iter().map(|t| t.0).collect();
+    for r in 0..4 {
+        let want = format!("rank {r}");
+        assert!(texts.contains(&want), "no {want:?} in {texts:?}");
+    }
+}
