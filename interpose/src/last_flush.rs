@@ -17,12 +17,22 @@
 //! `fcloseall`), the report is written then, still after the tracer's
 //! destructor; should the process end before (a later destructor calls
 //! `_exit`), `_exit`'s hook writes it ([`take`]).
+//!
+//! The tracer's stream, the newest, heads glibc's list: the flush reaches
+//! it before the program's streams, stdout's included. With glibc, its
+//! write function first flushes the streams glibc would flush after it
+//! (`stdio_streams.rs`), so the closing line follows the program's last
+//! buffered output, as in `./app > log 2>&1`. Not from `_exit`'s hook:
+//! after `_exit` the program's streams are never flushed.
 
 use std::ffi::{c_char, c_int, c_void};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicPtr, Ordering};
 
 /// A report waits for the stream's flush.
 static PENDING: AtomicBool = AtomicBool::new(false);
+
+/// The tracer's stream, once made.
+static STREAM: AtomicPtr<libc::FILE> = AtomicPtr::new(std::ptr::null_mut());
 
 #[repr(C)]
 struct CookieIoFunctions {
@@ -57,6 +67,7 @@ pub fn defer() -> bool {
     // through untraced) and are never closed by the tracer.
     let armed = unsafe {
         let f = fopencookie(std::ptr::null_mut(), c"w".as_ptr(), funcs);
+        STREAM.store(f, Ordering::Release);
         !f.is_null() && libc::fputc(c_int::from(b'.'), f) != libc::EOF
     };
     if !armed {
@@ -77,11 +88,47 @@ fn write_pending() {
     }
 }
 
+/// The program's streams that glibc's flush pass reaches after ours, with
+/// their output, flushed first: the report follows them. Returns the
+/// signal one of those writes raised that ends the process (SIGPIPE,
+/// SIGXFSZ), held back until the report is written.
+#[cfg(target_env = "gnu")]
+fn flush_program_streams() -> Option<c_int> {
+    let ours = STREAM.load(Ordering::Acquire);
+    if ours.is_null() || !PENDING.load(Ordering::Acquire) {
+        return None;
+    }
+    // SAFETY: `ours` is the tracer's stream, never closed by the tracer,
+    // and this is its write function ([`flushed`]), which glibc calls from
+    // its flush pass.
+    unsafe { crate::stdio_streams::flush_after(ours) }
+}
+
+/// Elsewhere the report is written where the flush reaches our stream.
+#[cfg(not(target_env = "gnu"))]
+fn flush_program_streams() -> Option<c_int> {
+    None
+}
+
 unsafe extern "C" fn flushed(_: *mut c_void, _: *const c_char, size: usize) -> isize {
+    // (Before taking the report: should a program's stream's write
+    // function end the process with `_exit`, its hook writes the exit's.)
+    let ended_by = flush_program_streams();
     write_pending();
+    if let Some(sig) = ended_by {
+        // The process ends as it would have without the tracer, by the
+        // signal its write raised, now that the report is written.
+        // SAFETY: raise on this thread, where the signal is not blocked
+        // and has its default action.
+        unsafe { libc::raise(sig) };
+    }
     size as isize
 }
 
+/// Called by an `fclose` of our stream only (glibc closes no stream at
+/// exit; `fcloseall` flushes them, through [`flushed`]): its flush came
+/// first, through [`flushed`], and the stream has left the list, so
+/// there is nothing to walk here.
 unsafe extern "C" fn closed(_: *mut c_void) -> c_int {
     write_pending();
     0

@@ -49,6 +49,8 @@ mod resident;
 mod sealed;
 mod signals;
 mod stack_memory;
+#[cfg(target_env = "gnu")]
+mod stdio_streams;
 mod thread;
 mod thread_key;
 pub mod tracer;

@@ -175,9 +175,22 @@ pub const TIMEOUT: Duration = Duration::from_secs(120);
 /// Run `cmd` to completion, capturing stdout and stderr; kill it and panic
 /// after `timeout`.
 pub fn run_cmd(cmd: &mut Command, timeout: Duration) -> Output {
+    run_cmd_with_stdin(cmd, false, timeout)
+}
+
+/// [`run_cmd`], with `stdin_open`: its stdin a pipe the test holds open
+/// until the command has ended, never writing to it (a read from it
+/// blocks for ever), instead of `/dev/null`.
+pub fn run_cmd_with_stdin(cmd: &mut Command, stdin_open: bool, timeout: Duration) -> Output {
     use std::os::unix::process::ExitStatusExt;
     let start = Instant::now();
-    let mut child = spawn_piped(cmd);
+    let stdin = if stdin_open {
+        Stdio::piped()
+    } else {
+        Stdio::null()
+    };
+    let mut child = spawn_piped(cmd, stdin);
+    let _held_open = child.stdin.take();
     // Drain both pipes on threads so a chatty child never blocks.
     let mut so = child.stdout.take().unwrap();
     let mut se = child.stderr.take().unwrap();
@@ -214,7 +227,7 @@ pub fn run_cmd(cmd: &mut Command, timeout: Duration) -> Output {
 /// output, which must be `first` (the program is then under way).
 pub fn spawn_until_line(cmd: &mut Command, first: &str) -> std::process::Child {
     use std::io::BufRead;
-    let mut child = spawn_piped(cmd);
+    let mut child = spawn_piped(cmd, Stdio::null());
     let mut stdout = std::io::BufReader::new(child.stdout.take().unwrap());
     let mut line = String::new();
     stdout.read_line(&mut line).expect("first line");
@@ -222,9 +235,9 @@ pub fn spawn_until_line(cmd: &mut Command, first: &str) -> std::process::Child {
     child
 }
 
-/// Start `cmd` with no stdin and stdout and stderr piped.
-fn spawn_piped(cmd: &mut Command) -> std::process::Child {
-    cmd.stdin(Stdio::null())
+/// Start `cmd` with this stdin and stdout and stderr piped.
+fn spawn_piped(cmd: &mut Command, stdin: Stdio) -> std::process::Child {
+    cmd.stdin(stdin)
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
@@ -300,6 +313,31 @@ pub fn run_traced_timeout<S: AsRef<OsStr>>(
         c.env(k, v);
     }
     run_cmd(&mut c, timeout)
+}
+
+/// Run `exe args` in `dir` as `exe args 2>&1` does: its stderr the same
+/// pipe as its stdout, both in [`Output::stdout`] in the order written.
+/// Traced (`LD_PRELOAD=libwmhcct.so`, `WMHCCT_OUT=report`) when `report`
+/// is given; see [`run_cmd_with_stdin`] for `stdin_open`.
+pub fn run_merged<S: AsRef<OsStr>>(
+    exe: impl AsRef<OsStr>,
+    args: &[S],
+    dir: &Path,
+    report: Option<&Path>,
+    stdin_open: bool,
+) -> Output {
+    // The shell merges the streams and is not traced itself: it sets the
+    // preload for the program it becomes.
+    let script = "if [ -n \"$E2E_PRELOAD\" ]; then export LD_PRELOAD=\"$E2E_PRELOAD\"; fi; \
+                  unset E2E_PRELOAD; exec \"$0\" \"$@\" 2>&1";
+    let mut c = command("/bin/sh", &[OsStr::new("-c"), OsStr::new(script)], dir);
+    c.arg(exe).args(args);
+    if let Some(report) = report {
+        c.env("E2E_PRELOAD", lib()).env("WMHCCT_OUT", report);
+    }
+    let out = run_cmd_with_stdin(&mut c, stdin_open, TIMEOUT);
+    assert!(out.stderr.is_empty(), "2>&1: {}", out.describe());
+    out
 }
 
 /// The tracer's own lines on stderr (they start with `wmhcct:`).

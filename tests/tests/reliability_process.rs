@@ -547,3 +547,36 @@ fn library_destructors_run_before_the_report() {
         .collect();
     assert!(gfortran_live.is_empty(), "{gfortran_live:?}");
 }
+
+/// A destructor after the tracer's that flushes every stream
+/// (`fflush(NULL)`, `fcloseall`) writes the report then, from the tracer's
+/// stream: with stdout and stderr in one pipe, the program's buffered
+/// stdout comes first, then the closing line, as at exit
+/// (`exit_output.rs`); until 2026-11-27 the closing line came first. One
+/// that calls `_exit` leaves stdout's buffer unwritten, as untraced, and
+/// `_exit`'s hook writes the report.
+#[test]
+fn later_destructor_flushes_or_ends_the_process() {
+    let w = WorkDir::new("rel-dtor-end");
+    let exe = compile_linked("dtor_main.c", "dtor_lib.c", &w.path);
+    for (end, code, stdout) in [
+        ("fflush", 0, "main done\n"),
+        ("fcloseall", 0, "main done\n"),
+        ("_exit", 5, ""),
+    ] {
+        let plain = run_merged(&exe, &[end], &w.path, None, false);
+        assert_eq!((plain.code, plain.stdout.as_str()), (code, stdout), "{end}");
+        let h5 = w.join(format!("{end}.h5"));
+        let traced = run_merged(&exe, &[end], &w.path, Some(&h5), false);
+        assert_eq!(traced.code, code, "{end}: {}", traced.describe());
+        assert_eq!(
+            traced.stdout,
+            format!("{stdout}wmhcct: report written to {}\n", h5.display()),
+            "{end}"
+        );
+        let r = report_json(&h5);
+        assert_eq!(r["reason"], "exit", "{end}");
+        let keep = context_with(&r, "malloc", "dtor_ctor_keep");
+        assert_eq!(u64_of(&keep["leaked_bytes"]), 0, "{end}: {keep}");
+    }
+}
