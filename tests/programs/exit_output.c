@@ -8,6 +8,7 @@
  *   held     a thread that holds stdout's lock, blocked in fgets(stdin),
  *            while main returns
  *   partial  a last line without its newline */
+#define _GNU_SOURCE /* fputs_unlocked */
 #include <pthread.h>
 #include <semaphore.h>
 #include <stdio.h>

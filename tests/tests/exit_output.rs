@@ -130,3 +130,51 @@ fn stdout_pipe_without_reader() {
     );
     assert_eq!(report_json(&h5)["reason"], "exit");
 }
+
+/// stdout a file under a file-size limit (`ulimit -f`, a batch system's
+/// RLIMIT_FSIZE) that the program's flush at exit runs past: the write
+/// raises SIGXFSZ, which ends the process, as untraced, with the same
+/// bytes in the file. The tracer holds the signal back while it flushes
+/// the program's streams and raises it after its report, which the same
+/// limit keeps it from writing: it says so on stderr, and ends the same.
+#[test]
+fn stdout_file_past_its_size_limit() {
+    let w = WorkDir::new("exit-output-fsize");
+    let exe = compile("exit_output.c", &w.path, Opt::Release, &["-pthread"]);
+    // "line 0\nline 1\nline 2\n" is 21 bytes: the limit lets 20 through.
+    let py = "import os, resource, subprocess, sys\n\
+              out = open(sys.argv[1], 'wb')\n\
+              env = dict(os.environ)\n\
+              if 'E2E_PRELOAD' in env:\n    env['LD_PRELOAD'] = env.pop('E2E_PRELOAD')\n\
+              lim = lambda: resource.setrlimit(resource.RLIMIT_FSIZE, (20, 20))\n\
+              p = subprocess.run(sys.argv[2:], stdout=out, stderr=subprocess.PIPE, env=env, preexec_fn=lim)\n\
+              sys.stdout.write(p.stderr.decode() + 'status %d\\n' % p.returncode)\n";
+    let run = |name: &str, report: Option<&Path>| {
+        let (exe, file) = (exe.to_string_lossy(), w.join(name));
+        let mut c = command(
+            PYTHON,
+            &["-c", py, &file.to_string_lossy(), &exe, "lines"],
+            &w.path,
+        );
+        if let Some(report) = report {
+            c.env("E2E_PRELOAD", lib()).env("WMHCCT_OUT", report);
+        }
+        let out = run_cmd(&mut c, TIMEOUT);
+        assert_eq!(out.code, 0, "{}", out.describe());
+        (out.stdout, std::fs::read(file).unwrap())
+    };
+    let (plain, plain_file) = run("plain.txt", None);
+    assert_eq!(plain, "to stderr after line 1\nstatus -25\n");
+    assert_eq!(plain_file, b"line 0\nline 1\nline 2"[..20]);
+    let h5 = w.join("fsize.h5");
+    let (traced, traced_file) = run("traced.txt", Some(&h5));
+    assert_eq!(traced_file, plain_file);
+    let lines: Vec<&str> = traced.lines().collect();
+    assert_eq!(lines.first(), Some(&"to stderr after line 1"), "{traced}");
+    assert_eq!(lines.last(), Some(&"status -25"), "{traced}");
+    let tracer = tracer_lines(&traced);
+    assert!(
+        !tracer.is_empty() && tracer.iter().all(|l| !l.contains("report written")),
+        "a failure to write the report is said, no closing line: {traced}"
+    );
+}
