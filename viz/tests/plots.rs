@@ -819,19 +819,22 @@ fn scatter_of_many_ranks_is_capped() {
     assert!(svg == svg2, "two plots of one report differ");
 }
 
+/// `events.svg` of a `job(ranks)` report, checked (`check_svg`, which
+/// also looks for `notes`).
+fn events_svg(dir: &Path, ranks: u32, notes: &[&str]) -> String {
+    let h5 = convert(dir, &format!("job{ranks}"), &job(ranks));
+    let out = dir.join(format!("events{ranks}"));
+    plot(&h5, &out, "svg");
+    check_svg(&out.join("events.svg"), notes)
+}
+
 /// Beyond the palette's 8 colours the scatter's colours repeated, with no
 /// key: ranks are now coloured on a scale, one colour a rank, with a
 /// colour bar from the first rank to the last.
 #[test]
 fn scatter_colours_ranks_beyond_the_palette_on_a_scale_with_a_key() {
     let dir = tempfile::tempdir().unwrap();
-    let h5 = convert(dir.path(), "job64", &job(64));
-    let out = dir.path().join("colours64");
-    plot(&h5, &out, "svg");
-    let svg = check_svg(
-        &out.join("events.svg"),
-        &["8000 sampled of 320064 allocations"],
-    );
+    let svg = events_svg(dir.path(), 64, &["8000 sampled of 320064 allocations"]);
     let mut fills = circle_attr(&svg, "fill");
     assert_eq!(fills.len(), 8000);
     fills.sort();
@@ -848,13 +851,7 @@ fn scatter_colours_ranks_beyond_the_palette_on_a_scale_with_a_key() {
 #[test]
 fn scatter_of_four_ranks_is_unchanged() {
     let dir = tempfile::tempdir().unwrap();
-    let h5 = convert(dir.path(), "job4", &job(4));
-    let out = dir.path().join("scatter4");
-    plot(&h5, &out, "svg");
-    let svg = check_svg(
-        &out.join("events.svg"),
-        &["2000 sampled of 20004 allocations"],
-    );
+    let svg = events_svg(dir.path(), 4, &["2000 sampled of 20004 allocations"]);
     let fills = circle_attr(&svg, "fill");
     // 500 points a rank and the key's 4 circles, the palette's first 4.
     assert_eq!(fills.len(), 2004);
