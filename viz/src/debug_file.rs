@@ -175,11 +175,14 @@ impl DebugSections {
         }
         let mut plan: Vec<(usize, usize, usize)> = Vec::new();
         let mut units = dwarf.units();
-        while let Ok(Some(header)) = units.next() {
+        // (A header that cannot be read: nothing is left out.)
+        while let Some(header) = units.next().ok()? {
             let start = header.offset().as_debug_info_offset()?.0;
             let end = start + header.length_including_self();
+            // A unit too short for the replacement header is kept.
             let leave_out = header.type_() == gimli::UnitType::Compilation
                 && header.format() == gimli::Format::Dwarf32
+                && end - start >= 24
                 && covered.contains(&start)
                 && !needed.contains(&start);
             if !leave_out {
@@ -190,15 +193,14 @@ impl DebugSections {
                 continue;
             }
             match plan.last_mut() {
-                Some((_, e, count)) if *e == start => {
+                // (A run's length must fit a 32-bit unit length.)
+                Some((s, e, count)) if *e == start && end - *s - 4 < 0xffff_fff0 => {
                     *e = end;
                     *count += 1;
                 }
                 _ => plan.push((start, end, 1)),
             }
         }
-        // (A run too short for the replacement header stays.)
-        plan.retain(|&(start, end, _)| end - start >= 24 && end - start - 4 < 0xffff_fff0);
         (!plan.is_empty()).then_some(plan)
     }
 }
