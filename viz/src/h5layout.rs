@@ -1328,9 +1328,6 @@ mod tests {
         }
     }
 
-    /// A report of layout 1, each frame's strings in its row, reads as the
-    /// same report of layout 2 (strings once, rows indexing them); a row
-    /// indexing past the strings is a corrupt report.
     /// In the file a row is its members and nothing else: no padding
     /// bytes of the writer's memory (whatever its heap held) end up in a
     /// report, which is the same, byte for byte in its tables, every time.
@@ -1363,6 +1360,9 @@ mod tests {
         }
     }
 
+    /// A report of layout 1, each frame's strings in its row, reads as the
+    /// same report of layout 2 (strings once, rows indexing them); a row
+    /// indexing past the strings is a corrupt report.
     #[test]
     fn both_layouts_are_read_and_a_bad_index_is_corrupt() {
         let dir = tempfile::tempdir().unwrap();
