@@ -36,6 +36,9 @@ pub struct DebugSections {
     sections: DwarfSections<Vec<u8>>,
     info: Vec<u8>,
     endian: RunTimeEndian,
+    /// The file's bytes (its symbol table, `elf_symbols.rs`, is read from
+    /// them rather than from the file again).
+    data: Vec<u8>,
 }
 
 impl DebugSections {
@@ -85,11 +88,18 @@ impl DebugSections {
             (sections, info)
         });
         let (sections, info) = (sections.ok()?, info.ok()?);
+        drop(object);
         Some(DebugSections {
             sections,
             info,
             endian,
+            data,
         })
+    }
+
+    /// The file's bytes.
+    pub fn file(&self) -> &[u8] {
+        &self.data
     }
 
     /// `addr2line`'s context over these sections.

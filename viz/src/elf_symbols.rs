@@ -58,11 +58,16 @@ impl ElfSymbols {
             // another file by now).
             let mut data = Vec::with_capacity(len as usize);
             file.read_to_end(&mut data).ok()?;
-            Self::of_file(&object::File::parse(&*data).ok()?)
+            Self::parse(&data)
         } else {
             let cache = object::ReadCache::new(file);
             Self::of_file(&object::File::parse(&cache).ok()?)
         }
+    }
+
+    /// The function symbols of an ELF file's bytes, as [`ElfSymbols::read`].
+    pub fn parse(data: &[u8]) -> Option<ElfSymbols> {
+        Self::of_file(&object::File::parse(data).ok()?)
     }
 
     fn of_file<'d, R: object::ReadRef<'d>>(obj: &object::File<'d, R>) -> Option<ElfSymbols> {

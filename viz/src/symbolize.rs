@@ -250,6 +250,8 @@ pub struct ModuleResolver<'a> {
     dwarf: Option<Dwarf<'a>>,
     /// The file the DWARF was read from (the debug file, else the module).
     file: Option<PathBuf>,
+    /// The debug file's bytes, when the DWARF is its.
+    debug_bytes: Option<&'a [u8]>,
     /// Its symbol table, read at the first address DWARF does not name.
     symbols: std::cell::OnceCell<Option<ElfSymbols>>,
     /// The module file itself (its code, which a debug file lacks).
@@ -286,12 +288,13 @@ impl<'a> ModuleResolver<'a> {
     /// A module's resolver: from its separate debug file when one was loaded
     /// ([`ModuleResolver::debug`]), else from the module file.
     pub fn open(module: &Module, debug: Option<&'a Debug>) -> ModuleResolver<'a> {
-        let usable = usable(module);
-        let from_debug = debug
-            .filter(|_| usable)
-            .and_then(|d| Some((Dwarf::Debug(d.sections.context()?), d.path.clone())));
+        // (A debug file is only loaded for a usable module.)
+        let usable = debug.is_some() || usable(module);
+        let from_debug =
+            debug.and_then(|d| Some((Dwarf::Debug(d.sections.context()?), d.path.clone(), d)));
+        let debug_bytes = from_debug.as_ref().map(|(_, _, d)| d.sections.file());
         let (dwarf, file) = match from_debug {
-            Some((dwarf, path)) => (Some(dwarf), Some(path)),
+            Some((dwarf, path, _)) => (Some(dwarf), Some(path)),
             None if usable => match Loader::new(&module.path) {
                 Ok(l) => (
                     Some(Dwarf::Module(Box::new(l))),
@@ -304,6 +307,7 @@ impl<'a> ModuleResolver<'a> {
         ModuleResolver {
             dwarf,
             file,
+            debug_bytes,
             symbols: std::cell::OnceCell::new(),
             module: usable.then(|| PathBuf::from(&module.path)),
             code: std::cell::OnceCell::new(),
@@ -333,7 +337,10 @@ impl<'a> ModuleResolver<'a> {
         let mut frame = found.unwrap_or_else(Frame::unknown);
         let symbols = || {
             self.symbols
-                .get_or_init(|| self.file.as_deref().and_then(ElfSymbols::read))
+                .get_or_init(|| match self.debug_bytes {
+                    Some(bytes) => ElfSymbols::parse(bytes),
+                    None => self.file.as_deref().and_then(ElfSymbols::read),
+                })
                 .as_ref()
         };
         if let Some(raw) = raw_name.filter(|r| !r.starts_with("_Z")) {
