@@ -186,6 +186,44 @@ where
     Ok(())
 }
 
+/// Cells under this many pixels high are not drawn: consecutive ranks
+/// share a cell instead.
+const MIN_CELL_H: i32 = 4;
+
+/// The heat strip's grid: `cols` cells a row, `group` consecutive ranks (in
+/// rank order) a cell.
+#[derive(Debug, PartialEq)]
+struct Grid {
+    cols: usize,
+    rows: usize,
+    group: usize,
+}
+
+/// The grid for `n` ranks where `max_rows` rows of cells fit: one rank a
+/// cell while that fits (up to 128 a row), else the fewest ranks a cell
+/// that fit.
+fn grid(n: usize, max_rows: usize) -> Grid {
+    let cols = n.clamp(1, 128);
+    let max_rows = max_rows.max(1);
+    let group = n.div_ceil(cols * max_rows).max(1);
+    let rows = n.div_ceil(group).div_ceil(cols).max(1);
+    Grid { cols, rows, group }
+}
+
+/// Each cell's first rank and its ranks' largest peak, and whether it
+/// holds `max_rank`.
+fn cells(v: &[(u32, u64)], group: usize, max_rank: u32) -> Vec<(u32, u64, bool)> {
+    v.chunks(group.max(1))
+        .map(|c| {
+            (
+                c[0].0,
+                c.iter().map(|r| r.1).max().unwrap_or(0),
+                c.iter().any(|r| r.0 == max_rank),
+            )
+        })
+        .collect()
+}
+
 fn strip<DB: DrawingBackend>(
     area: &DrawingArea<DB, Shift>,
     v: &[(u32, u64)],
@@ -195,9 +233,6 @@ fn strip<DB: DrawingBackend>(
 where
     DB::ErrorType: 'static,
 {
-    let n = v.len();
-    let cols = n.min(128);
-    let rows = n.div_ceil(cols);
     let min_peak = v.iter().map(|r| r.1).min().unwrap_or(0);
     let span = (max_peak - min_peak).max(1) as f64;
     let (w, h) = area.dim_in_pixel();
@@ -205,14 +240,20 @@ where
     // row's first rank.
     let (left, top) = (60i32, 36i32);
     let legend_h = 60i32;
+    let room = (h as i32 - top - legend_h - 20).max(MIN_CELL_H);
+    // Beyond the ranks that fit at one a cell (16 000 here), consecutive
+    // ranks share a cell coloured by their largest peak: one cell a rank
+    // ran off the picture's foot beyond ~64 000 ranks.
+    let Grid { cols, rows, group } = grid(v.len(), (room / MIN_CELL_H) as usize);
     let cw = ((w as i32 - left - 20) / cols as i32).max(1);
-    let ch = ((h as i32 - top - legend_h - 20) / rows as i32).clamp(1, 80);
-    for (k, &(r, peak)) in v.iter().enumerate() {
+    let ch = (room / rows as i32).clamp(1, 80);
+    let cells = cells(v, group, max_rank);
+    for (k, &(_, peak, holds_max)) in cells.iter().enumerate() {
         let (x, y) = (left + (k % cols) as i32 * cw, top + (k / cols) as i32 * ch);
         let c = heat((peak - min_peak) as f64 / span);
         area.draw(&Rectangle::new([(x, y), (x + cw, y + ch)], c.filled()))
             .map_err(pe)?;
-        if r == max_rank {
+        if holds_max {
             area.draw(&Rectangle::new(
                 [(x - 1, y - 1), (x + cw + 1, y + ch + 1)],
                 BLACK.stroke_width(2),
@@ -223,16 +264,23 @@ where
     // Which cell is which rank: each row's first rank at its left, the
     // column's offset from it above the grid (the strip named the max
     // rank only: a hot cell elsewhere had to be counted out).
+    // Rows under a label's height are labelled every few rows.
     let small = font(12);
-    if ch >= 12 {
-        for (row, first) in v.iter().step_by(cols).enumerate() {
-            let y = top + row as i32 * ch + ch / 2;
-            area.draw(&Text::new(
-                first.0.to_string(),
-                (left - 6, y),
-                small.pos(Pos::new(HPos::Right, VPos::Center)),
-            ))
-            .map_err(pe)?;
+    let row_step = (14 + ch - 1) / ch;
+    for (row, first) in cells.iter().step_by(cols).enumerate() {
+        if row as i32 % row_step != 0 {
+            continue;
+        }
+        let y = top + row as i32 * ch + ch / 2;
+        area.draw(&Text::new(
+            first.0.to_string(),
+            (left - 6, y),
+            small.pos(Pos::new(HPos::Right, VPos::Center)),
+        ))
+        .map_err(pe)?;
+        if row_step > 1 {
+            area.draw(&PathElement::new(vec![(left - 4, y), (left, y)], BLACK))
+                .map_err(pe)?;
         }
     }
     let step = match cols {
@@ -243,7 +291,7 @@ where
     for c in (0..cols).step_by(step) {
         let x = left + c as i32 * cw + cw / 2;
         area.draw(&Text::new(
-            format!("+{c}"),
+            format!("+{}", c * group),
             (x, top - 4),
             small.pos(Pos::new(HPos::Center, VPos::Bottom)),
         ))
@@ -252,10 +300,18 @@ where
             .map_err(pe)?;
     }
     let grid_bottom = top + rows as i32 * ch;
+    let layout = if group == 1 {
+        format!("ranks in rows of {cols} (rank order)")
+    } else {
+        format!(
+            "ranks in rows of {} (rank order), {group} ranks a cell coloured by their largest peak",
+            cols * group
+        )
+    };
     area.draw_text(
         &format!(
-            "ranks in rows of {cols} (rank order): a row's first rank at its left, plus the \
-             offset above; max rank {max_rank} outlined"
+            "{layout}: a row's first rank at its left, plus the offset above; max rank \
+             {max_rank} outlined"
         ),
         &font(13),
         (left, grid_bottom + 8),
@@ -282,4 +338,120 @@ where
     )
     .map_err(pe)?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn one_rank_a_cell_while_the_rows_fit() {
+        assert_eq!(
+            grid(200, 126),
+            Grid {
+                cols: 128,
+                rows: 2,
+                group: 1
+            }
+        );
+        assert_eq!(
+            grid(128 * 126, 126),
+            Grid {
+                cols: 128,
+                rows: 126,
+                group: 1
+            }
+        );
+        // One more and two ranks share a cell.
+        assert_eq!(
+            grid(128 * 126 + 1, 126),
+            Grid {
+                cols: 128,
+                rows: 64,
+                group: 2
+            }
+        );
+        // 10^6 ranks: 63 a cell, 125 rows.
+        let g = grid(1_000_000, 126);
+        assert_eq!((g.cols, g.group), (128, 63));
+        assert!(g.rows <= 126 && g.rows * g.cols * g.group >= 1_000_000);
+        assert!((g.rows - 1) * g.cols * g.group < 1_000_000);
+    }
+
+    #[test]
+    fn a_cell_is_coloured_by_its_largest_peak_and_holds_the_max_rank() {
+        let v: Vec<(u32, u64)> = (0..10u32).map(|r| (r * 2, (r as u64 * 7) % 10)).collect();
+        // Peaks 0 7 4 1 8 5 2 9 6 3 of ranks 0, 2, …, 18; the max is rank 14.
+        assert_eq!(
+            cells(&v, 3, 14),
+            vec![(0, 7, false), (6, 8, false), (12, 9, true), (18, 3, false)]
+        );
+        assert_eq!(cells(&v, 1, 14).len(), 10);
+    }
+
+    /// `(x, y, width, height)` of every `<rect` in an SVG.
+    fn rects(svg: &str) -> Vec<[i64; 4]> {
+        let num = |tag: &str, name: &str| -> i64 {
+            let k = tag.find(&format!(" {name}=\"")).unwrap() + name.len() + 3;
+            tag[k..k + tag[k..].find('"').unwrap()].parse().unwrap()
+        };
+        svg.split("<rect")
+            .skip(1)
+            .map(|t| {
+                let t = &t[..t.find("/>").unwrap()];
+                [num(t, "x"), num(t, "y"), num(t, "width"), num(t, "height")]
+            })
+            .collect()
+    }
+
+    /// 100 000 ranks: every cell inside the picture (one cell a rank ran
+    /// off its foot beyond ~64 000), the max rank's cell outlined once.
+    #[test]
+    fn a_strip_of_many_ranks_stays_in_the_picture() {
+        let (w, h) = (1200u32, 620u32);
+        let n = 100_000u32;
+        let v: Vec<(u32, u64)> = (0..n).map(|r| (r, 1000 + (r as u64 * 37) % 500)).collect();
+        let mut v = v;
+        v[77_777].1 = 5000;
+        let mut svg = String::new();
+        {
+            let root = SVGBackend::with_string(&mut svg, (w, h)).into_drawing_area();
+            strip(&root, &v, 77_777, 5000).unwrap();
+            root.present().unwrap();
+        }
+        std::fs::write("/tmp/strip.svg", &svg).unwrap();
+        let r = rects(&svg);
+        let g = grid(n as usize, ((620 - 36 - 60 - 20) / MIN_CELL_H) as usize);
+        assert_eq!(g.group, 7);
+        // The cells, one outline, the colour scale's 200 steps.
+        assert_eq!(r.len(), (n as usize).div_ceil(7) + 1 + 200);
+        for &[x, y, cw, ch] in &r {
+            assert!(x >= 0 && y >= 0, "{x},{y}");
+            assert!(
+                x + cw <= w as i64 && y + ch <= h as i64,
+                "{x},{y} {cw}x{ch}"
+            );
+        }
+        // Each cell at least MIN_CELL_H high.
+        assert!(r[0][3] >= MIN_CELL_H as i64, "{:?}", r[0]);
+        assert!(
+            svg.contains("rows of 896 (rank order), 7 ranks a cell"),
+            "{svg:.0}"
+        );
+        assert!(svg.contains("max rank 77777 outlined"));
+        assert!(svg.contains("\n+112\n"), "column offsets in ranks");
+        // Rows of 4 pixels are labelled every 4th row: 0, 3584, ….
+        assert!(svg.contains("\n0\n") && svg.contains("\n3584\n"));
+        assert!(!svg.contains("\n896\n"));
+        // The outline is the cell of ranks 77 777 / 7 · 7 = 77 777..77 783.
+        // It is drawn right after that cell.
+        let cell = 77_777 / 7;
+        let (first, outline) = (r[cell], r[cell + 1]);
+        assert_eq!(outline[2], first[2] + 2);
+        assert_eq!(
+            (outline[0] + 1, outline[1] + 1),
+            (first[0], first[1]),
+            "{outline:?} {first:?}"
+        );
+    }
 }
