@@ -248,18 +248,22 @@ where
     let cw = ((w as i32 - left - 20) / cols as i32).max(1);
     let ch = (room / rows as i32).clamp(1, 80);
     let cells = cells(v, group, max_rank);
-    for (k, &(_, peak, holds_max)) in cells.iter().enumerate() {
-        let (x, y) = (left + (k % cols) as i32 * cw, top + (k / cols) as i32 * ch);
+    let at = |k: usize| (left + (k % cols) as i32 * cw, top + (k / cols) as i32 * ch);
+    for (k, &(_, peak, _)) in cells.iter().enumerate() {
+        let (x, y) = at(k);
         let c = heat((peak - min_peak) as f64 / span);
         area.draw(&Rectangle::new([(x, y), (x + cw, y + ch)], c.filled()))
             .map_err(pe)?;
-        if holds_max {
-            area.draw(&Rectangle::new(
-                [(x - 1, y - 1), (x + cw + 1, y + ch + 1)],
-                BLACK.stroke_width(2),
-            ))
-            .map_err(pe)?;
-        }
+    }
+    // The max rank's outline last: the cells after it covered its right
+    // and lower edges.
+    if let Some(k) = cells.iter().position(|c| c.2) {
+        let (x, y) = at(k);
+        area.draw(&Rectangle::new(
+            [(x - 1, y - 1), (x + cw + 1, y + ch + 1)],
+            BLACK.stroke_width(2),
+        ))
+        .map_err(pe)?;
     }
     // Which cell is which rank: each row's first rank at its left, the
     // column's offset from it above the grid (the strip named the max
@@ -444,9 +448,9 @@ mod tests {
         assert!(svg.contains("\n0\n") && svg.contains("\n3584\n"));
         assert!(!svg.contains("\n896\n"));
         // The outline is the cell of ranks 77 777 / 7 · 7 = 77 777..77 783.
-        // It is drawn right after that cell.
+        // It is drawn after every cell, so none covers it.
         let cell = 77_777 / 7;
-        let (first, outline) = (r[cell], r[cell + 1]);
+        let (first, outline) = (r[cell], r[r.len() - 201]);
         assert_eq!(outline[2], first[2] + 2);
         assert_eq!(
             (outline[0] + 1, outline[1] + 1),
