@@ -78,18 +78,84 @@ extern "C" {
 /// the FILE of glibc 2.0 (`_IO_JUMPS_OFFSET`: i386 and a few more); the
 /// field is not even set elsewhere (`_IO_old_init`), so it is not read.
 ///
+/// The fields are read as glibc's flush pass at exit reads them, locked
+/// or not (`_IO_cleanup` flushes without the streams' locks, "underneath"
+/// threads that use them): each read once, volatile, a snapshot that a
+/// thread holding the stream may change the next moment.
+///
 /// # Safety
-/// `fp` is a live stream, locked by the caller.
+/// `fp` is a live stream.
 unsafe fn holds_output(fp: *const FileHead) -> bool {
-    // SAFETY: the caller's live, locked stream; `_wide_data` of a wide
-    // stream (`_mode > 0`, glibc's own test) is its wide area.
+    use std::ptr::addr_of;
+    // SAFETY: the caller's live stream: its fields are in bounds and
+    // aligned; `_wide_data` of a wide stream (`_mode > 0`, glibc's own
+    // test), once read non-null, is its wide area, which lives as long as
+    // the stream. Volatile reads of plain words: no reference is made to
+    // memory another thread may be writing.
     unsafe {
-        let f = &*fp;
-        if f.mode <= 0 {
-            f.write_ptr > f.write_base
+        if addr_of!((*fp).mode).read_volatile() <= 0 {
+            addr_of!((*fp).write_ptr).read_volatile() > addr_of!((*fp).write_base).read_volatile()
         } else {
-            !f.wide_data.is_null() && (*f.wide_data).write_ptr > (*f.wide_data).write_base
+            let wide = addr_of!((*fp).wide_data).read_volatile();
+            !wide.is_null()
+                && addr_of!((*wide).write_ptr).read_volatile()
+                    > addr_of!((*wide).write_base).read_volatile()
         }
+    }
+}
+
+/// The files of the streams the walk leaves to glibc's pass, with output
+/// in them: a later stream on one of them is left too, to keep their
+/// bytes in glibc's order. Held on the stack (no allocation at exit): a
+/// walk that would leave more files than it holds stops instead.
+struct LeftBehind {
+    files: [(u64, u64); 16],
+    count: usize,
+}
+
+impl LeftBehind {
+    fn new() -> Self {
+        LeftBehind {
+            files: [(0, 0); 16],
+            count: 0,
+        }
+    }
+
+    /// The (device, inode) of the file open as `fd`.
+    fn identity(fd: c_int) -> Option<(u64, u64)> {
+        if fd < 0 {
+            return None;
+        }
+        let mut st = std::mem::MaybeUninit::<libc::stat>::zeroed();
+        // SAFETY: fstat writes a `struct stat` into the buffer on success.
+        let ok = unsafe { libc::fstat(fd, st.as_mut_ptr()) } == 0;
+        // SAFETY: initialised (zeroed, and filled in on success).
+        let st = unsafe { st.assume_init() };
+        ok.then_some((st.st_dev, st.st_ino))
+    }
+
+    /// Whether a stream on `fd` may be flushed now: nothing is left
+    /// behind, or its descriptor names a file none of those writes to.
+    fn apart(&self, fd: c_int) -> bool {
+        self.count == 0
+            || Self::identity(fd).is_some_and(|id| !self.files[..self.count].contains(&id))
+    }
+
+    /// Leave a stream on `fd` to glibc's pass. False where its file cannot
+    /// be told or held: the walk ends there.
+    fn leave(&mut self, fd: c_int) -> bool {
+        let Some(id) = Self::identity(fd) else {
+            return false;
+        };
+        if self.files[..self.count].contains(&id) {
+            return true;
+        }
+        if self.count == self.files.len() {
+            return false;
+        }
+        self.files[self.count] = id;
+        self.count += 1;
+        true
     }
 }
 
@@ -98,11 +164,18 @@ unsafe fn holds_output(fp: *const FileHead) -> bool {
 const WRITE_SIGNALS: [c_int; 2] = [libc::SIGPIPE, libc::SIGXFSZ];
 
 /// Flush, in list order, every stream after `ours` that holds output and
-/// that no other thread holds (`ftrylockfile`: a stream another thread
-/// holds, in a `printf` or an `fgets(stdin)`, is never waited for; glibc's
-/// pass flushes it after ours, as before). Streams without output are
-/// left alone (`fflush` on an input stream would move its descriptor's
-/// offset back). errno is kept. Does nothing if `ours` is out of the list.
+/// that no other thread holds (`ftrylockfile`: a stream in another
+/// thread's `printf` is never waited for). A held stream with output is
+/// left to glibc's pass, which flushes it after ours, and with it every
+/// later stream on the same file ([`LeftBehind`]): flushing those first
+/// would put their bytes before its own (two streams on fd 1: the
+/// program's lines out of order). Where a file cannot be told (a stream
+/// without a descriptor, `fopencookie`'s, writes anywhere) the walk stops
+/// there, and glibc's pass flushes the rest, in order. A held stream
+/// without output (a thread blocked in `fgets(stdin)`) is passed over.
+/// Streams without output are left alone (`fflush` on an input stream
+/// would move its descriptor's offset back). errno is kept. Does nothing
+/// if `ours` is out of the list.
 ///
 /// A flush that raises SIGPIPE or SIGXFSZ (`./app | head -1`) with its
 /// default action would end the process there, before the report: the
@@ -127,11 +200,14 @@ pub unsafe fn flush_after(ours: *mut libc::FILE) -> Option<c_int> {
     // while we walk. Unlinked (an `fclose` of it, which only a program
     // walking glibc's list could make) its `_chain` is stale and the
     // list's lock not held: no walk then. Of a stream not yet locked only
-    // `_chain` (which changes under the list's lock alone) and `_lock`
-    // (set when it is made) are read; its buffer, once it is locked: the
-    // lock is recursive and taken by `ftrylockfile`, which never waits,
-    // so no other thread is in it (one that holds it, or waits for the
-    // list's lock while holding it, is skipped: no deadlock). The walk
+    // `_chain` (which changes under the list's lock alone), `_lock` (set
+    // when it is made) and, by volatile reads as glibc's own pass at exit
+    // makes them, the pointers that tell whether it holds output are
+    // read; it is flushed only once locked: the lock is recursive and
+    // taken by `ftrylockfile`, which never waits, so no other thread is in
+    // it (one that holds it, or waits for the list's lock while holding
+    // it, is never waited for: no deadlock). `_fileno` is read as the
+    // pointers are (`fstat` of it only names a file). The walk
     // stops at the end of the list, at `ours` met again, or after
     // MAX_STREAMS: a cycle cannot hold it. A program's own stream whose
     // write function (`fopencookie`) opened or closed streams would change
@@ -146,15 +222,27 @@ pub unsafe fn flush_after(ours: *mut libc::FILE) -> Option<c_int> {
             }
             let mut old_mask: libc::sigset_t = std::mem::zeroed();
             libc::pthread_sigmask(libc::SIG_BLOCK, &held, &mut old_mask);
+            let mut left = LeftBehind::new();
             let mut fp = (*ours).chain;
             let mut seen = 0;
             while !fp.is_null() && fp != ours && seen < MAX_STREAMS {
                 let file = fp.cast::<libc::FILE>();
+                let fd = std::ptr::addr_of!((*fp).fileno).read_volatile();
                 if !(*fp).lock.is_null() && ftrylockfile(file) == 0 {
+                    let mut go_on = true;
                     if holds_output(fp) {
-                        fflush_unlocked(file);
+                        if left.apart(fd) {
+                            fflush_unlocked(file);
+                        } else {
+                            go_on = left.leave(fd);
+                        }
                     }
                     funlockfile(file);
+                    if !go_on {
+                        break;
+                    }
+                } else if holds_output(fp) && !left.leave(fd) {
+                    break;
                 }
                 ended_by = raised_fatal(&old_mask);
                 if ended_by.is_some() {
@@ -223,6 +311,7 @@ mod tests {
     extern "C" {
         fn _IO_list_lock();
         fn _IO_list_unlock();
+        fn flockfile(f: *mut libc::FILE);
     }
 
     fn head(f: *mut libc::FILE) -> &'static FileHead {
@@ -234,7 +323,9 @@ mod tests {
     /// orientation, the chain from a new stream to the older ones.
     #[test]
     fn layout_matches_glibc() {
-        let _one = STREAMS.lock().unwrap();
+        let _one = STREAMS
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
         // SAFETY: standard stdio calls on streams opened here.
         unsafe {
             // (Under the list's lock, recursive: no other stream between.)
@@ -275,7 +366,9 @@ mod tests {
     /// those without output are not, and errno is kept.
     #[test]
     fn flushes_only_the_streams_after_ours() {
-        let _one = STREAMS.lock().unwrap();
+        let _one = STREAMS
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
         // SAFETY: standard stdio calls on streams opened here, which stand
         // for glibc's list at exit (oldest last: input, older, ours,
         // newer); flush_after runs under the list's lock, as in glibc's
@@ -306,6 +399,66 @@ mod tests {
             );
             for f in [newer, ours, older, input] {
                 libc::fclose(f);
+            }
+        }
+    }
+
+    /// A stream another thread holds, with output, is left to glibc's
+    /// pass, and every later stream on its file with it; one on another
+    /// file is flushed. A held stream without output is passed over.
+    #[test]
+    fn a_held_stream_keeps_its_file_in_order() {
+        let _one = STREAMS
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        struct Stream(*mut libc::FILE);
+        // SAFETY: the stream is only used by one thread at a time: the
+        // holder between its flockfile and funlockfile, which the test
+        // waits for.
+        unsafe impl Send for Stream {}
+        for held_has_output in [true, false] {
+            // SAFETY: standard stdio calls on streams opened here, as in
+            // the test above; the held stream is locked by the other
+            // thread until it is told to let go.
+            unsafe {
+                let oldest = libc::fopen(c"/dev/null".as_ptr(), c"w".as_ptr());
+                let elsewhere = libc::tmpfile();
+                let held = libc::fopen(c"/dev/null".as_ptr(), c"w".as_ptr());
+                let newer = libc::fopen(c"/dev/null".as_ptr(), c"w".as_ptr());
+                let ours = libc::fopen(c"/dev/null".as_ptr(), c"w".as_ptr());
+                for f in [oldest, elsewhere, newer, ours] {
+                    libc::fputs(c"pending".as_ptr(), f);
+                }
+                if held_has_output {
+                    libc::fputs(c"pending".as_ptr(), held);
+                }
+                let (locked_tx, locked_rx) = std::sync::mpsc::channel();
+                let (go_tx, go_rx) = std::sync::mpsc::channel::<()>();
+                let stream = Stream(held);
+                let holder = std::thread::spawn(move || {
+                    let stream = stream;
+                    flockfile(stream.0);
+                    locked_tx.send(()).unwrap();
+                    go_rx.recv().unwrap();
+                    funlockfile(stream.0);
+                });
+                locked_rx.recv().unwrap();
+                _IO_list_lock();
+                assert_eq!(flush_after(ours), None);
+                _IO_list_unlock();
+                go_tx.send(()).unwrap();
+                holder.join().unwrap();
+                assert!(!holds_output(head(newer)), "before the held one");
+                assert_eq!(holds_output(head(held)), held_has_output);
+                assert!(!holds_output(head(elsewhere)), "on another file");
+                assert_eq!(
+                    holds_output(head(oldest)),
+                    held_has_output,
+                    "on the held one's file: flushed only past one without output"
+                );
+                for f in [ours, newer, held, elsewhere, oldest] {
+                    libc::fclose(f);
+                }
             }
         }
     }

@@ -7,7 +7,9 @@
  *   stdin    a thread blocked in fgets(stdin) while main returns
  *   held     a thread that holds stdout's lock, blocked in fgets(stdin),
  *            while main returns
- *   partial  a last line without its newline */
+ *   partial  a last line without its newline
+ *   order    three more streams on fd 1, the middle one held (with its
+ *            line) by a thread when main exits */
 #define _GNU_SOURCE /* fputs_unlocked */
 #include <pthread.h>
 #include <semaphore.h>
@@ -27,6 +29,15 @@ static void *read_stdin(void *hold_stdout) {
     }
     sem_post(&ready);
     if (fgets(line, sizeof line, stdin)) printf("read %s", line);
+    return NULL;
+}
+
+/* Holds the stream it is given, with a line in it, until the end. */
+static void *hold_stream(void *stream) {
+    flockfile(stream);
+    fputs_unlocked("second newest, held by a thread\n", stream);
+    sem_post(&ready);
+    for (;;) pause();
     return NULL;
 }
 
@@ -66,6 +77,20 @@ int main(int argc, char **argv) {
         fprintf(stderr, "main returns\n");
         work(1);
         return 3;
+    } else if (!strcmp(mode, "order")) {
+        pthread_t t;
+        sem_init(&ready, 0, 0);
+        printf("stdout\n");
+        FILE *oldest = fdopen(dup(1), "w");
+        FILE *held = fdopen(dup(1), "w");
+        FILE *newest = fdopen(dup(1), "w");
+        if (!oldest || !held || !newest) return 2;
+        fprintf(oldest, "oldest of the three\n");
+        fprintf(newest, "newest\n");
+        pthread_create(&t, NULL, hold_stream, held);
+        sem_wait(&ready);
+        work(3);
+        exit(0);
     } else if (!strcmp(mode, "partial")) {
         printf("a line\nno newline at the end");
         work(2);

@@ -85,6 +85,35 @@ fn thread_blocked_reading_stdin() {
     assert_eq!(tracer_lines(&traced.stdout), [closing_line(&h5).trim_end()]);
 }
 
+/// A thread holds one of the program's streams, with output in it, when
+/// main exits: glibc's clean-up flushes it in its turn, underneath that
+/// thread. The tracer, which never waits for a stream's lock, leaves it,
+/// and every later stream on the same file, to glibc's pass: the
+/// program's lines keep their order (until 2026-11-27 the held stream's
+/// line came last, after stdout's), and the closing line comes before the
+/// held stream's.
+#[test]
+fn held_stream_keeps_its_place() {
+    let w = WorkDir::new("exit-output-order");
+    let exe = compile("exit_output.c", &w.path, Opt::Release, &["-pthread"]);
+    let plain = run_merged(&exe, &["order"], &w.path, None, false);
+    assert_eq!(
+        plain.stdout,
+        "newest\nsecond newest, held by a thread\noldest of the three\nstdout\n"
+    );
+    let h5 = w.join("order.h5");
+    let traced = run_merged(&exe, &["order"], &w.path, Some(&h5), false);
+    assert_eq!(traced.code, plain.code, "{}", traced.describe());
+    assert_eq!(
+        traced.stdout,
+        format!(
+            "newest\n{}second newest, held by a thread\noldest of the three\nstdout\n",
+            closing_line(&h5)
+        )
+    );
+    assert_eq!(report_json(&h5)["reason"], "exit");
+}
+
 /// A last line without its newline: the closing line follows it.
 #[test]
 fn partial_last_line() {
