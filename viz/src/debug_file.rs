@@ -125,8 +125,9 @@ impl DebugSections {
     /// type unit each run of them (a header `addr2line` skips). Lookups of
     /// `probes` give what the whole file gives: a unit kept refers to no
     /// other unit (none of its entries has a `DW_FORM_ref_addr` value, else
-    /// nothing is left out), and a unit `.debug_aranges` does not cover is
-    /// kept. Returns how many units were left out.
+    /// nothing is left out), and a unit `.debug_aranges` does not cover, or
+    /// covers with an entry that cannot be read, is kept. Returns how many
+    /// units were left out.
     pub fn keep_units_of(&mut self, probes: &[u64]) -> usize {
         let Some(plan) = self.units_to_leave_out(probes) else {
             return 0;
@@ -176,10 +177,23 @@ impl DebugSections {
             let unit = header.debug_info_offset().0;
             covered.insert(unit);
             let mut entries = header.entries();
-            while let Ok(Some(e)) = entries.next() {
-                let r = e.range();
-                if holds_probe(r.begin, r.end) {
-                    needed.insert(unit);
+            loop {
+                match entries.next() {
+                    Ok(Some(e)) => {
+                        let r = e.range();
+                        if holds_probe(r.begin, r.end) {
+                            needed.insert(unit);
+                        }
+                    }
+                    Ok(None) => break,
+                    // An entry that cannot be read (one whose end overflows
+                    // the address space): `addr2line` skips it and reads on,
+                    // or takes the unit's ranges from its own entry; what
+                    // the rest hold is not known here, so the unit is kept.
+                    Err(_) => {
+                        needed.insert(unit);
+                        break;
+                    }
                 }
             }
         }
@@ -443,5 +457,69 @@ mod tests {
         for &p in &probes {
             assert_eq!(lookup(&s, p), lookup(&w, p), "{p:#x}");
         }
+    }
+
+    /// A `.debug_aranges` entry that cannot be read (its end overflows the
+    /// address space, as `addr2line` has seen from rustc) ends the reading
+    /// of its unit's entries, and `addr2line` skips it and reads on (or
+    /// takes the unit's ranges from `DW_AT_ranges`): the unit is kept, and
+    /// an address of a later entry of it is named as in the whole file.
+    #[test]
+    fn a_unit_with_an_unreadable_arange_entry_is_kept() {
+        let dir = tempfile::tempdir().unwrap();
+        let src = dir.path().join("f.c");
+        std::fs::write(
+            &src,
+            "__attribute__((noinline)) int first(int n) { return n * 3 + 1; }\n\
+             __attribute__((noinline)) int second(int n) { return first(n) * 5 - 2; }\n",
+        )
+        .unwrap();
+        let so = dir.path().join("f.so");
+        // (One section a function: one `.debug_aranges` entry each.)
+        let status = std::process::Command::new("gcc")
+            .args(["-O2", "-g", "-gz=none", "-ffunction-sections", "-fPIC"])
+            .args(["-shared", "-nostdlib", "-o"])
+            .args([so.as_os_str(), src.as_os_str()])
+            .status()
+            .unwrap();
+        assert!(status.success(), "gcc");
+        let mut data = std::fs::read(&so).unwrap();
+        let (aranges, first, second) = {
+            let obj = object::File::parse(&*data).unwrap();
+            let (offset, _) = obj
+                .section_by_name(".debug_aranges")
+                .unwrap()
+                .file_range()
+                .unwrap();
+            let at = |name: &str| {
+                obj.symbols()
+                    .find(|s| s.name() == Ok(name))
+                    .unwrap()
+                    .address()
+            };
+            (offset as usize, at("first"), at("second"))
+        };
+        // One header (32-bit DWARF, 8-byte addresses: 12 bytes, padded to
+        // 16), then its entries: `first`'s is made one that overflows.
+        let entry = aranges + 16;
+        let address = |at: usize| u64::from_le_bytes(data[at..at + 8].try_into().unwrap());
+        assert_eq!(address(entry), first, "first entry is first()'s");
+        assert_eq!(address(entry + 16), second, "second entry is second()'s");
+        data[entry..entry + 8].copy_from_slice(&(u64::MAX - 0x100).to_le_bytes());
+        data[entry + 8..entry + 16].copy_from_slice(&0x1000u64.to_le_bytes());
+        std::fs::write(&so, &data).unwrap();
+
+        let probe = second + 1;
+        let whole = DebugSections::load(&so, 1).unwrap();
+        let want = lookup(&whole.context().unwrap(), probe);
+        assert_eq!(want.0.first().and_then(|f| f.0.as_deref()), Some("second"));
+        let mut some = DebugSections::load(&so, 1).unwrap();
+        assert_eq!(some.keep_units_of(&[probe]), 0);
+        assert_eq!(lookup(&some.context().unwrap(), probe), want);
+        // (addr2line's own loader names it too.)
+        let loader = addr2line::Loader::new(&so).unwrap();
+        let mut frames = loader.find_frames(probe).unwrap();
+        let name = frames.next().unwrap().unwrap().function.unwrap();
+        assert_eq!(name.raw_name().unwrap(), "second");
     }
 }
