@@ -4,7 +4,8 @@
 //! symbol left, stays `??` with its module instead of taking the name of
 //! the exported function before it. (Before, the nearest symbol below any
 //! address named it: every frame of Python's stripped `_json` encoder was
-//! `PyInit__json`.)
+//! `PyInit__json`.) A stripped library whose `.gnu_debuglink` names its
+//! debug file is named from that file.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -21,9 +22,20 @@ fn run_ok(cmd: &mut Command) -> String {
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
-/// The library (stripped or not) and the program linked against it, in
-/// `dir`.
-fn build(dir: &Path, stripped: bool) -> PathBuf {
+/// How the library is shipped.
+#[derive(PartialEq)]
+enum Lib {
+    /// As built, with its symbols and DWARF.
+    Whole,
+    /// `strip --strip-all`: only `.dynsym` left.
+    Stripped,
+    /// Stripped, its debug information in `.debug/libstripped.so.debug`,
+    /// which the library's `.gnu_debuglink` names.
+    DebugLink,
+}
+
+/// The library and the program linked against it, in `dir`.
+fn build(dir: &Path, how: Lib) -> PathBuf {
     std::fs::create_dir_all(dir).unwrap();
     let programs = root().join("tests/programs");
     let lib = dir.join("libstripped.so");
@@ -36,8 +48,26 @@ fn build(dir: &Path, stripped: bool) -> PathBuf {
             .arg(&lib)
             .arg(programs.join("stripped_lib.c")),
     );
-    if stripped {
+    if how == Lib::DebugLink {
+        std::fs::create_dir_all(dir.join(".debug")).unwrap();
+        run_ok(
+            Command::new("objcopy")
+                .arg("--only-keep-debug")
+                .arg(&lib)
+                .arg(dir.join(".debug/libstripped.so.debug")),
+        );
+    }
+    if how != Lib::Whole {
         run_ok(Command::new("strip").arg("--strip-all").arg(&lib));
+    }
+    if how == Lib::DebugLink {
+        // (The link holds the file's name and CRC, not its directory.)
+        let debug = dir.join(".debug/libstripped.so.debug");
+        run_ok(
+            Command::new("objcopy")
+                .arg(format!("--add-gnu-debuglink={}", debug.display()))
+                .arg(&lib),
+        );
     }
     let exe = dir.join("stripped_main");
     run_ok(
@@ -86,7 +116,7 @@ fn stripped_library_frames_are_not_misnamed() {
     let w = WorkDir::new("symbols-stripped");
     // With its symbols and debug information: the stack as written.
     let full = w.join("full");
-    let exe = build(&full, false);
+    let exe = build(&full, Lib::Whole);
     // The layout the test relies on: the static helper lies after the
     // exported function, with no other symbol in .dynsym between them.
     let nm = run_ok(Command::new("nm").arg(full.join("libstripped.so")));
@@ -108,7 +138,7 @@ fn stripped_library_frames_are_not_misnamed() {
 
     // Stripped: the exported function keeps its name, the helper has none.
     let bare = w.join("stripped");
-    let exe = build(&bare, true);
+    let exe = build(&bare, Lib::Stripped);
     let dynsym = run_ok(
         Command::new("nm")
             .arg("-D")
@@ -121,4 +151,38 @@ fn stripped_library_frames_are_not_misnamed() {
     assert_eq!(stack[1].0, "stripped_api", "{stack:?}");
     assert!(stack[1].1.ends_with("libstripped.so"), "{stack:?}");
     assert!(is_fn(&stack[2].0, "main"), "{stack:?}");
+}
+
+/// A library stripped for shipping, its debug information kept in
+/// `.debug/` and named by its `.gnu_debuglink` (as `objcopy
+/// --only-keep-debug` and `--add-gnu-debuglink` make it): its frames are
+/// named from that file, the static helper too, with file and line. Before
+/// 2026-11-27 the link was not followed and the helper stayed `??`.
+#[test]
+fn a_stripped_librarys_debug_link_is_followed() {
+    let w = WorkDir::new("symbols-debuglink");
+    let dir = w.join("linked");
+    let exe = build(&dir, Lib::DebugLink);
+    let lib = dir.join("libstripped.so");
+    let syms = run_ok(
+        Command::new("nm")
+            .arg("-a")
+            .arg(&lib)
+            .stderr(std::process::Stdio::null()),
+    );
+    assert!(!syms.contains("stripped_hidden_worker"), "{syms}");
+    let sections = run_ok(Command::new("readelf").arg("-S").arg(&lib));
+    assert!(sections.contains(".gnu_debuglink"), "{sections}");
+    assert!(!sections.contains(".debug_info"), "{sections}");
+    let stack = library_stack(&dir, &exe);
+    assert!(is_fn(&stack[0].0, "stripped_hidden_worker"), "{stack:?}");
+    assert!(stack[0].1.ends_with("libstripped.so"), "{stack:?}");
+    assert!(is_fn(&stack[1].0, "stripped_api"), "{stack:?}");
+    assert!(is_fn(&stack[2].0, "main"), "{stack:?}");
+    let h5 = dir.join("r.h5");
+    let text = cli_out(&dir, &["report", h5.to_str().unwrap()]);
+    assert!(
+        text.contains("stripped_hidden_worker (") && text.contains("stripped_lib.c:"),
+        "no file and line for the helper:\n{text}"
+    );
 }

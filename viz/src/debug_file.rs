@@ -72,7 +72,7 @@ impl Supplementary {
             });
         }
         let hex: String = id.iter().map(|b| format!("{b:02x}")).collect();
-        candidates.extend(crate::symbolize::debug_file(&hex));
+        candidates.extend(crate::debug_link::by_build_id(&hex));
         candidates.into_iter().find_map(|c| {
             let data = std::fs::read(&c).ok()?;
             let sup = object::File::parse(&*data).ok()?;
@@ -379,7 +379,7 @@ mod tests {
             .unwrap()
             .expect("libc has a build id");
         let hex: String = id.iter().map(|b| format!("{b:02x}")).collect();
-        let path = crate::symbolize::debug_file(&hex).unwrap();
+        let path = crate::debug_link::by_build_id(&hex).unwrap();
         assert!(
             path.is_file(),
             "{} missing: install libc6-dbg (scripts/setup.sh)",

@@ -7,6 +7,7 @@ mod cli;
 mod contexts;
 mod convert;
 mod debug_file;
+mod debug_link;
 mod demangle;
 mod diff;
 mod elf_symbols;

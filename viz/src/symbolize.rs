@@ -194,18 +194,6 @@ pub fn symbolize(profile: &Profile) -> Symbols {
     symbols
 }
 
-/// `/usr/lib/debug/.build-id/ab/cdef….debug` for build id `abcdef…`.
-pub fn debug_file(build_id: &str) -> Option<PathBuf> {
-    let id = build_id.to_ascii_lowercase();
-    (id.len() > 2 && id.bytes().all(|b| b.is_ascii_hexdigit())).then(|| {
-        PathBuf::from(format!(
-            "/usr/lib/debug/.build-id/{}/{}.debug",
-            &id[..2],
-            &id[2..]
-        ))
-    })
-}
-
 /// Does the file at `path` carry the GNU build id `expected` (hex)? True when
 /// nothing was recorded or the file has none; false when unreadable.
 fn build_id_matches(path: &Path, expected: &str) -> bool {
@@ -270,15 +258,16 @@ fn usable(module: &Module) -> bool {
 }
 
 impl<'a> ModuleResolver<'a> {
-    /// The module's separate debug file under `/usr/lib/debug/.build-id/`,
-    /// loaded for the return addresses `offsets` (what [`Self::resolve`]
-    /// will be asked), when it is installed and the module is usable;
-    /// `threads` as for [`DebugSections::load`].
+    /// The module's separate debug file (`debug_link.rs`: by build id
+    /// under `/usr/lib/debug/.build-id/`, else by its debug link), loaded
+    /// for the return addresses `offsets` (what [`Self::resolve`] will be
+    /// asked), when there is one and the module is usable; `threads` as for
+    /// [`DebugSections::load`].
     pub fn debug(module: &Module, threads: usize, offsets: &[u64]) -> Option<Debug> {
-        let path = debug_file(&module.build_id).filter(|d| d.is_file())?;
         if !usable(module) {
             return None;
         }
+        let path = crate::debug_link::find(Path::new(&module.path), &module.build_id)?;
         let mut sections = DebugSections::load(&path, threads)?;
         let probes: Vec<u64> = offsets.iter().map(|o| o.saturating_sub(1)).collect();
         sections.keep_units_of(&probes);
@@ -318,7 +307,7 @@ impl<'a> ModuleResolver<'a> {
     /// the file its debug information is read from (0 if there is none).
     fn weight(module: &Module) -> u64 {
         let size = |p: &Path| std::fs::metadata(p).map_or(0, |m| m.len());
-        debug_file(&module.build_id)
+        crate::debug_link::find(Path::new(&module.path), &module.build_id)
             .map(|d| size(&d))
             .filter(|&n| n > 0)
             .unwrap_or_else(|| size(Path::new(&module.path)))
@@ -496,10 +485,10 @@ mod tests {
         };
         assert!(ModuleResolver::open(&m, None).dwarf.is_none());
         assert_eq!(
-            debug_file("ABcdef").unwrap(),
+            crate::debug_link::by_build_id("ABcdef").unwrap(),
             PathBuf::from("/usr/lib/debug/.build-id/ab/cdef.debug")
         );
-        assert!(debug_file("xyz").is_none());
+        assert!(crate::debug_link::by_build_id("xyz").is_none());
     }
 
     /// Modules resolved on several threads give what each module's own
