@@ -52,17 +52,28 @@ fn linked(module: &Path, build_id: &str) -> Option<PathBuf> {
     if name.components().count() != 1 || name.file_name().is_none() {
         return None;
     }
-    let dir = module.parent()?;
-    let candidates = [
-        dir.join(name),
-        dir.join(".debug").join(name),
-        Path::new("/usr/lib/debug")
-            .join(dir.strip_prefix("/").unwrap_or(dir))
-            .join(name),
-    ];
+    // The module's directory as recorded, and the real one where the
+    // recorded path is a symbolic link (`libfoo.so.1` → `libfoo.so.1.2.3`
+    // elsewhere), as gdb uses.
+    let real = std::fs::canonicalize(module).ok();
+    let mut dirs: Vec<&Path> = module.parent().into_iter().collect();
+    if let Some(d) = real.as_deref().and_then(Path::parent) {
+        if !dirs.contains(&d) {
+            dirs.push(d);
+        }
+    }
+    let candidates = dirs.iter().flat_map(|dir| {
+        [
+            dir.join(name),
+            dir.join(".debug").join(name),
+            Path::new("/usr/lib/debug")
+                .join(dir.strip_prefix("/").unwrap_or(dir))
+                .join(name),
+        ]
+    });
+    let itself = |c: &Path| c == module || Some(c) == real.as_deref();
     candidates
-        .into_iter()
-        .filter(|c| c.as_path() != module && c.is_file())
+        .filter(|c| !itself(c) && c.is_file())
         .find(|c| is_debug_file_of(c, build_id, crc))
 }
 
@@ -166,11 +177,23 @@ mod tests {
         // debug file altered by a byte.
         let n = d.join("libn.so");
         assert_eq!(linked(&n, ""), Some(d.join("libn.so.debug")));
+        run(d, "cp", &["libn.so.debug", "libn.so.debug.orig"]);
         let mut bytes = std::fs::read(d.join("libn.so.debug")).unwrap();
         let last = bytes.len() - 1;
         bytes[last] ^= 1;
         std::fs::write(d.join("libn.so.debug"), bytes).unwrap();
         assert_eq!(linked(&n, ""), None);
+        // Through a symbolic link from another directory: the real
+        // directory's `.debug/` too.
+        std::fs::create_dir(d.join("links")).unwrap();
+        std::os::unix::fs::symlink(&n, d.join("links/libn.so.1")).unwrap();
+        run(d, "cp", &["libn.so.debug.orig", "libn.so.debug"]);
+        run(d, "mkdir", &["-p", ".debug"]);
+        run(d, "mv", &["libn.so.debug", ".debug/"]);
+        assert_eq!(
+            linked(&d.join("links/libn.so.1"), ""),
+            Some(d.join(".debug/libn.so.debug"))
+        );
         // A module with DWARF of its own, or without a link.
         let whole = d.join("libf_whole.so");
         assert_eq!(linked(&whole, &build_id_of(&whole)), None);
