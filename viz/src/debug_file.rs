@@ -608,14 +608,7 @@ mod tests {
              }\n",
         )
         .unwrap();
-        let run = |program: &str, args: &[&str]| {
-            let status = std::process::Command::new(program)
-                .args(args)
-                .current_dir(d)
-                .status()
-                .unwrap_or_else(|e| panic!("{program}: {e} (scripts/setup.sh installs it)"));
-            assert!(status.success(), "{program} {args:?}");
-        };
+        let run = |program: &str, args: &[&str]| crate::debug_link::tests::run(d, program, args);
         for (lib, body) in [("a", "grid_sum(g) * 2"), ("b", "grid_sum(g) + 1")] {
             std::fs::write(
                 d.join(format!("{lib}.c")),

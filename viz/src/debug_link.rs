@@ -108,15 +108,17 @@ fn crc32_of(path: &Path) -> Option<u32> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
-    fn run(dir: &Path, program: &str, args: &[&str]) {
+    /// Run `program args` in `dir` (the compilers and binutils
+    /// `scripts/setup.sh` installs), which must succeed.
+    pub(crate) fn run(dir: &Path, program: &str, args: &[&str]) {
         let status = std::process::Command::new(program)
             .args(args)
             .current_dir(dir)
             .status()
-            .unwrap_or_else(|e| panic!("{program}: {e}"));
+            .unwrap_or_else(|e| panic!("{program}: {e} (scripts/setup.sh installs it)"));
         assert!(status.success(), "{program} {args:?}");
     }
 
