@@ -175,9 +175,12 @@ pub fn run(args: &PlotArgs) -> Result<()> {
     }
     draw!(crate::plot_contexts::Contexts);
     draw!(crate::plot_ranks::Ranks);
+    // (A report without allocations has no size classes either: only
+    // one with allocations and none is of a layout older than 3.)
+    let allocations = crate::contexts::alloc_tree(&d.profile).map_or(0, |t| t.total_count);
     if d.profile.heap.size_classes.iter().any(|&n| n > 0) {
         draw!(crate::plot_sizes::Sizes);
-    } else if d.profile.heap.size_classes.is_empty() {
+    } else if d.profile.heap.size_classes.is_empty() && allocations > 0 {
         skipped.push("sizes (the report has no size classes: its layout is older than 3)");
     } else {
         skipped.push("sizes (no allocations)");

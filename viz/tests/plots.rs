@@ -296,6 +296,25 @@ fn report_without_series_still_plots_the_rest() {
     check_png(&out.join("contexts.png"));
     check_png(&out.join("ranks.png"));
     assert!(out.join("flame.svg").is_file());
+
+    // A program that allocated nothing has no size classes either, in the
+    // current layout: the reason given is that (it said "older than 3").
+    let mut none = rank_profile(0, 1, 1);
+    none.heap.size_classes.clear();
+    none.series = None;
+    let root = none.trees[0].nodes[0].clone();
+    none.trees[0].nodes = vec![root];
+    none.trees[0].total_count = 0;
+    none.trees[0].total_bytes = 0;
+    let h5 = convert(dir.path(), "none", &none);
+    let out = dir.path().join("p-none");
+    let o = plot(&h5, &out, "png");
+    let listing = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        listing.contains("skipped sizes (no allocations)"),
+        "{listing}"
+    );
+    assert!(!listing.contains("older than 3"), "{listing}");
 }
 
 fn folded_sum(text: &str) -> u64 {
