@@ -302,7 +302,7 @@ fn report_without_series_still_plots_the_rest() {
     let mut none = rank_profile(0, 1, 1);
     none.heap.size_classes.clear();
     none.series = None;
-    let root = none.trees[0].nodes[0].clone();
+    let root = none.trees[0].nodes[0];
     none.trees[0].nodes = vec![root];
     none.trees[0].total_count = 0;
     none.trees[0].total_bytes = 0;
