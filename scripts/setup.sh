@@ -27,9 +27,6 @@ PACKAGES=(
     # The C library's debug file, which every report's root frames are
     # named from (viz/src/debug_file.rs tests it; valgrind depends on it).
     libc6-dbg
-    # dwz, to make a debug file with a supplementary file (viz/src/debug_file.rs
-    # tests reading one).
-    dwz
     # Everyday programs under the tracer (tests/tests/everyday_programs.rs).
     git xz-utils perl mawk
 )

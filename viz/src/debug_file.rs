@@ -16,13 +16,9 @@
 //!
 //! A debug file has no split units (those are the `.dwo`/`.dwp` files of
 //! `-gsplit-dwarf` builds, which the `Loader` still reads for module files).
-//! A debug file that `dwz -m` made share a supplementary file with others
-//! (`.gnu_debugaltlink`: Debian's `-dbgsym` packages of several libraries,
-//! `/usr/lib/debug/.dwz/…`) is read with it ([`Supplementary`]): the names
-//! of inlined functions and of types, and many strings, live there.
 
 use std::borrow::Cow;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use addr2line::gimli::{self, DwarfSections, EndianSlice, RunTimeEndian, SectionId};
 use object::{Object, ObjectSection};
@@ -43,72 +39,6 @@ pub struct DebugSections {
     /// The file's bytes (its symbol table, `elf_symbols.rs`, is read from
     /// them rather than from the file again).
     data: Vec<u8>,
-    /// The supplementary file it names, when found.
-    sup: Option<Supplementary>,
-}
-
-/// The DWARF of the supplementary file a `dwz -m` debug file names.
-struct Supplementary {
-    sections: DwarfSections<Vec<u8>>,
-    endian: RunTimeEndian,
-}
-
-impl Supplementary {
-    /// The supplementary file `object` (the debug file at `path`) names in
-    /// `.gnu_debugaltlink`, when it is there and carries the build id the
-    /// link gives: at the link's path (an absolute one, as Debian's, or one
-    /// relative to the debug file's directory, as `dwz -M` may write), else
-    /// under `/usr/lib/debug/.build-id/` by that build id. A file with
-    /// another build id is not used: names from it would be wrong.
-    fn of(path: &Path, object: &object::File<'_>) -> Option<Supplementary> {
-        use std::os::unix::ffi::OsStrExt;
-        let (name, id) = object.gnu_debugaltlink().ok()??;
-        let name = Path::new(std::ffi::OsStr::from_bytes(name));
-        let mut candidates: Vec<PathBuf> = Vec::new();
-        if !name.as_os_str().is_empty() {
-            candidates.push(match path.parent() {
-                Some(dir) if name.is_relative() => dir.join(name),
-                _ => name.to_path_buf(),
-            });
-        }
-        let hex: String = id.iter().map(|b| format!("{b:02x}")).collect();
-        candidates.extend(crate::debug_link::by_build_id(&hex));
-        candidates.into_iter().find_map(|c| {
-            let data = std::fs::read(&c).ok()?;
-            let sup = object::File::parse(&*data).ok()?;
-            if sup.build_id().ok()?? != id {
-                return None;
-            }
-            let sections = DwarfSections::load(|id| section_data(&sup, id)).ok()?;
-            Some(Supplementary {
-                sections,
-                endian: endian_of(&sup),
-            })
-        })
-    }
-}
-
-/// A DWARF section of `object`, decompressed; empty where it has none, and
-/// for the sections no symbolisation reads.
-fn section_data(object: &object::File<'_>, id: SectionId) -> Result<Vec<u8>, ()> {
-    if UNREAD.contains(&id) {
-        return Ok(Vec::new());
-    }
-    match object.section_by_name(id.name()) {
-        Some(section) => section
-            .uncompressed_data()
-            .map(Cow::into_owned)
-            .map_err(|_| ()),
-        None => Ok(Vec::new()),
-    }
-}
-
-fn endian_of(object: &object::File<'_>) -> RunTimeEndian {
-    if object.is_little_endian() {
-        RunTimeEndian::Little
-    } else {
-        RunTimeEndian::Big
-    }
 }
 
 impl DebugSections {
@@ -118,8 +48,23 @@ impl DebugSections {
     pub fn load(path: &Path, threads: usize) -> Option<DebugSections> {
         let data = std::fs::read(path).ok()?;
         let object = object::File::parse(&*data).ok()?;
-        let endian = endian_of(&object);
-        let load = |id: SectionId| section_data(&object, id);
+        let endian = if object.is_little_endian() {
+            RunTimeEndian::Little
+        } else {
+            RunTimeEndian::Big
+        };
+        let load = |id: SectionId| -> Result<Vec<u8>, ()> {
+            if UNREAD.contains(&id) {
+                return Ok(Vec::new());
+            }
+            match object.section_by_name(id.name()) {
+                Some(section) => section
+                    .uncompressed_data()
+                    .map(Cow::into_owned)
+                    .map_err(|_| ()),
+                None => Ok(Vec::new()),
+            }
+        };
         // `.debug_info` apart from the others (on a second thread when
         // there is one: a thread that cannot start is no error).
         let rest = |id| match id {
@@ -143,14 +88,12 @@ impl DebugSections {
             (sections, info)
         });
         let (sections, info) = (sections.ok()?, info.ok()?);
-        let sup = Supplementary::of(path, &object);
         drop(object);
         Some(DebugSections {
             sections,
             info,
             endian,
             data,
-            sup,
         })
     }
 
@@ -171,9 +114,6 @@ impl DebugSections {
             .sections
             .borrow(|section| EndianSlice::new(section, self.endian));
         dwarf.debug_info = EndianSlice::new(&self.info, self.endian).into();
-        if let Some(sup) = &self.sup {
-            dwarf.set_sup(sup.sections.borrow(|s| EndianSlice::new(s, sup.endian)));
-        }
         dwarf
     }
 
@@ -581,121 +521,5 @@ mod tests {
         let mut frames = loader.find_frames(probe).unwrap();
         let name = frames.next().unwrap().unwrap().function.unwrap();
         assert_eq!(name.raw_name().unwrap(), "second");
-    }
-
-    /// A debug file `dwz -m` made share a supplementary file (as Debian's
-    /// `-dbgsym` packages of several libraries are) is read with it: the
-    /// names of functions inlined from a shared header live there, and
-    /// without it those frames are unnamed. Every address of a function
-    /// looks up as in the file before `dwz`, with and without
-    /// `keep_units_of`; a copy whose supplementary file is not found
-    /// loses the inlined names (what this test would otherwise not see).
-    #[test]
-    fn a_dwz_debug_file_is_read_with_its_supplementary_file() {
-        let dir = tempfile::tempdir().unwrap();
-        let d = dir.path();
-        std::fs::write(
-            d.join("common.h"),
-            "struct grid { double *cells; int nx, ny; };\n\
-             static inline __attribute__((always_inline)) double\n\
-             grid_at(const struct grid *g, int i, int j) { return g->cells[i * g->ny + j]; }\n\
-             static inline __attribute__((always_inline)) double grid_sum(const struct grid *g) {\n\
-                 double s = 0;\n\
-                 for (int i = 0; i < g->nx; i++)\n\
-                     for (int j = 0; j < g->ny; j++)\n\
-                         s += grid_at(g, i, j);\n\
-                 return s;\n\
-             }\n",
-        )
-        .unwrap();
-        let run = |program: &str, args: &[&str]| crate::debug_link::tests::run(d, program, args);
-        for (lib, body) in [("a", "grid_sum(g) * 2"), ("b", "grid_sum(g) + 1")] {
-            std::fs::write(
-                d.join(format!("{lib}.c")),
-                format!(
-                    "#include \"common.h\"\n\
-                     double {lib}_total(const struct grid *g) {{ return {body}; }}\n"
-                ),
-            )
-            .unwrap();
-            let (c, so, debug) = (
-                format!("{lib}.c"),
-                format!("{lib}.so"),
-                format!("{lib}.debug"),
-            );
-            run(
-                "gcc",
-                &[
-                    "-O2",
-                    "-g",
-                    "-gz=none",
-                    "-fPIC",
-                    "-shared",
-                    "-nostdlib",
-                    "-o",
-                    &so,
-                    &c,
-                ],
-            );
-            run("objcopy", &["--only-keep-debug", &so, &debug]);
-            std::fs::copy(d.join(&debug), d.join(format!("{lib}.whole.debug"))).unwrap();
-        }
-        // (`-M`: the link names the supplementary file relative to the
-        // debug file's directory; Debian's name it by absolute path.)
-        run(
-            "dwz",
-            &[
-                "-m",
-                "common.debug",
-                "-M",
-                "common.debug",
-                "a.debug",
-                "b.debug",
-            ],
-        );
-        let data = std::fs::read(d.join("a.debug")).unwrap();
-        let linked = object::File::parse(&*data)
-            .unwrap()
-            .gnu_debugaltlink()
-            .unwrap()
-            .is_some();
-        assert!(linked, "dwz wrote no .gnu_debugaltlink");
-
-        let (start, size) = {
-            let data = std::fs::read(d.join("a.so")).unwrap();
-            let obj = object::File::parse(&*data).unwrap();
-            let f = obj.symbols().find(|s| s.name() == Ok("a_total")).unwrap();
-            (f.address(), f.size())
-        };
-        let probes: Vec<u64> = (start..start + size).collect();
-        let whole = DebugSections::load(&d.join("a.whole.debug"), 1).unwrap();
-        let whole = whole.context().unwrap();
-        let want: Vec<Lookup> = probes.iter().map(|&p| lookup(&whole, p)).collect();
-        let inlined = |l: &[Lookup]| {
-            l.iter()
-                .flat_map(|x| &x.0)
-                .filter(|f| f.0.as_deref() == Some("grid_at"))
-                .count()
-        };
-        assert!(inlined(&want) > 0, "no inlined grid_at in {want:?}");
-        for (threads, keep) in [(1, false), (2, true)] {
-            let mut s = DebugSections::load(&d.join("a.debug"), threads).unwrap();
-            assert!(s.sup.is_some(), "supplementary file not found");
-            if keep {
-                s.keep_units_of(&probes);
-            }
-            let ctx = s.context().unwrap();
-            let got: Vec<Lookup> = probes.iter().map(|&p| lookup(&ctx, p)).collect();
-            assert_eq!(got, want, "threads {threads}, keep_units_of {keep}");
-        }
-        // Where the supplementary file is not found, the inlined frames
-        // lose their names.
-        let alone = tempfile::tempdir().unwrap();
-        std::fs::copy(d.join("a.debug"), alone.path().join("a.debug")).unwrap();
-        let s = DebugSections::load(&alone.path().join("a.debug"), 1).unwrap();
-        assert!(s.sup.is_none());
-        let ctx = s.context().unwrap();
-        let got: Vec<Lookup> = probes.iter().map(|&p| lookup(&ctx, p)).collect();
-        assert_eq!(inlined(&got), 0, "{got:?}");
     }
 }

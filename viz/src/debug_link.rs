@@ -108,12 +108,12 @@ fn crc32_of(path: &Path) -> Option<u32> {
 }
 
 #[cfg(test)]
-pub(crate) mod tests {
+mod tests {
     use super::*;
 
     /// Run `program args` in `dir` (the compilers and binutils
     /// `scripts/setup.sh` installs), which must succeed.
-    pub(crate) fn run(dir: &Path, program: &str, args: &[&str]) {
+    fn run(dir: &Path, program: &str, args: &[&str]) {
         let status = std::process::Command::new(program)
             .args(args)
             .current_dir(dir)
