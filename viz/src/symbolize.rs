@@ -264,10 +264,10 @@ impl<'a> ModuleResolver<'a> {
     /// asked), when there is one and the module is usable; `threads` as for
     /// [`DebugSections::load`].
     pub fn debug(module: &Module, threads: usize, offsets: &[u64]) -> Option<Debug> {
+        let path = crate::debug_link::find(Path::new(&module.path), &module.build_id)?;
         if !usable(module) {
             return None;
         }
-        let path = crate::debug_link::find(Path::new(&module.path), &module.build_id)?;
         let mut sections = DebugSections::load(&path, threads)?;
         let probes: Vec<u64> = offsets.iter().map(|o| o.saturating_sub(1)).collect();
         sections.keep_units_of(&probes);
