@@ -229,10 +229,11 @@ pub unsafe fn flush_after(ours: *mut libc::FILE) -> Option<c_int> {
                 let file = fp.cast::<libc::FILE>();
                 let fd = std::ptr::addr_of!((*fp).fileno).read_volatile();
                 if !(*fp).lock.is_null() && ftrylockfile(file) == 0 {
-                    let mut go_on = true;
+                    let (mut go_on, mut wrote) = (true, false);
                     if holds_output(fp) {
                         if left.apart(fd) {
                             fflush_unlocked(file);
+                            wrote = true;
                         } else {
                             go_on = left.leave(fd);
                         }
@@ -241,11 +242,15 @@ pub unsafe fn flush_after(ours: *mut libc::FILE) -> Option<c_int> {
                     if !go_on {
                         break;
                     }
+                    // (Only a write can raise them: one `sigpending` a
+                    // flush, not one a stream of the list.)
+                    if wrote {
+                        ended_by = raised_fatal(&old_mask);
+                        if ended_by.is_some() {
+                            break;
+                        }
+                    }
                 } else if holds_output(fp) && !left.leave(fd) {
-                    break;
-                }
-                ended_by = raised_fatal(&old_mask);
-                if ended_by.is_some() {
                     break;
                 }
                 fp = (*fp).chain;
@@ -308,6 +313,13 @@ mod tests {
     /// would meet.
     static STREAMS: Mutex<()> = Mutex::new(());
 
+    /// The turn of one test (one that failed does not fail the others).
+    fn one_at_a_time() -> std::sync::MutexGuard<'static, ()> {
+        STREAMS
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
     extern "C" {
         fn _IO_list_lock();
         fn _IO_list_unlock();
@@ -323,9 +335,7 @@ mod tests {
     /// orientation, the chain from a new stream to the older ones.
     #[test]
     fn layout_matches_glibc() {
-        let _one = STREAMS
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let _one = one_at_a_time();
         // SAFETY: standard stdio calls on streams opened here.
         unsafe {
             // (Under the list's lock, recursive: no other stream between.)
@@ -366,9 +376,7 @@ mod tests {
     /// those without output are not, and errno is kept.
     #[test]
     fn flushes_only_the_streams_after_ours() {
-        let _one = STREAMS
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let _one = one_at_a_time();
         // SAFETY: standard stdio calls on streams opened here, which stand
         // for glibc's list at exit (oldest last: input, older, ours,
         // newer); flush_after runs under the list's lock, as in glibc's
@@ -408,9 +416,7 @@ mod tests {
     /// file is flushed. A held stream without output is passed over.
     #[test]
     fn a_held_stream_keeps_its_file_in_order() {
-        let _one = STREAMS
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let _one = one_at_a_time();
         struct Stream(*mut libc::FILE);
         // SAFETY: the stream is only used by one thread at a time: the
         // holder between its flockfile and funlockfile, which the test

@@ -7,7 +7,7 @@
 //! that glibc flushes at exit (`interpose/src/last_flush.rs`).
 //! `tests/programs/exit_output.c`.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use wmhcct_e2e::*;
 
@@ -16,15 +16,21 @@ fn closing_line(report: &Path) -> String {
     format!("wmhcct: report written to {}\n", report.display())
 }
 
-/// `exit_output MODE` untraced and traced, both with `2>&1`: the same exit
-/// code, and the traced output is the untraced one and then the closing
-/// line. Returns the untraced output.
-fn same_output_then_closing_line(w: &WorkDir, mode: &str, stdin_open: bool) -> String {
+/// `exit_output MODE` untraced and traced (into `MODE.h5`), both with
+/// `2>&1`, which end with the same exit code: (untraced, traced, report).
+fn plain_and_traced(w: &WorkDir, mode: &str, stdin_open: bool) -> (Output, Output, PathBuf) {
     let exe = compile("exit_output.c", &w.path, Opt::Release, &["-pthread"]);
     let plain = run_merged(&exe, &[mode], &w.path, None, stdin_open);
     let h5 = w.join(format!("{mode}.h5"));
     let traced = run_merged(&exe, &[mode], &w.path, Some(&h5), stdin_open);
     assert_eq!(traced.code, plain.code, "{mode}: {}", traced.describe());
+    (plain, traced, h5)
+}
+
+/// [`plain_and_traced`], and the traced output is the untraced one and
+/// then the closing line. Returns the untraced output.
+fn same_output_then_closing_line(w: &WorkDir, mode: &str, stdin_open: bool) -> String {
+    let (plain, traced, h5) = plain_and_traced(w, mode, stdin_open);
     assert_eq!(
         traced.stdout,
         format!("{}{}", plain.stdout, closing_line(&h5)),
@@ -72,15 +78,11 @@ fn thread_blocked_reading_stdin() {
     let plain = same_output_then_closing_line(&w, "stdin", true);
     assert_eq!(plain, "main returns\nmain before the thread\n");
 
-    let exe = compile("exit_output.c", &w.path, Opt::Release, &["-pthread"]);
-    let plain = run_merged(&exe, &["held"], &w.path, None, true);
+    let (plain, traced, h5) = plain_and_traced(&w, "held", true);
     assert_eq!(
         plain.stdout,
         "main returns\nwritten by a thread that holds stdout\n"
     );
-    let h5 = w.join("held.h5");
-    let traced = run_merged(&exe, &["held"], &w.path, Some(&h5), true);
-    assert_eq!(traced.code, plain.code, "{}", traced.describe());
     assert_eq!(without_closing_line(&traced.stdout, &h5), plain.stdout);
     assert_eq!(tracer_lines(&traced.stdout), [closing_line(&h5).trim_end()]);
 }
@@ -95,15 +97,11 @@ fn thread_blocked_reading_stdin() {
 #[test]
 fn held_stream_keeps_its_place() {
     let w = WorkDir::new("exit-output-order");
-    let exe = compile("exit_output.c", &w.path, Opt::Release, &["-pthread"]);
-    let plain = run_merged(&exe, &["order"], &w.path, None, false);
+    let (plain, traced, h5) = plain_and_traced(&w, "order", false);
     assert_eq!(
         plain.stdout,
         "newest\nsecond newest, held by a thread\noldest of the three\nstdout\n"
     );
-    let h5 = w.join("order.h5");
-    let traced = run_merged(&exe, &["order"], &w.path, Some(&h5), false);
-    assert_eq!(traced.code, plain.code, "{}", traced.describe());
     assert_eq!(
         traced.stdout,
         format!(

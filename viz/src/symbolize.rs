@@ -127,16 +127,18 @@ pub fn symbolize(profile: &Profile) -> Symbols {
             }
         }
     }
-    let mut work: Vec<(u64, u32, Vec<u64>)> = by_module
+    // (The debug file is looked for once a module: following a debug link
+    // may read the whole file for its CRC.)
+    let mut work: Vec<(u64, u32, Option<PathBuf>, Vec<u64>)> = by_module
         .into_iter()
         .map(|(module, mut offsets)| {
             offsets.sort_unstable();
             offsets.dedup();
-            let size = profile
-                .modules
-                .get(module as usize)
-                .map_or(0, ModuleResolver::weight);
-            (size, module, offsets)
+            let m = profile.modules.get(module as usize);
+            let debug_path =
+                m.and_then(|m| crate::debug_link::find(Path::new(&m.path), &m.build_id));
+            let size = m.map_or(0, |m| ModuleResolver::weight(m, debug_path.as_deref()));
+            (size, module, debug_path, offsets)
         })
         .collect();
     // Largest first; ties by module index, so that the order is fixed.
@@ -146,9 +148,11 @@ pub fn symbolize(profile: &Profile) -> Symbols {
     // A module's debug file decompresses on two threads where there are
     // more CPUs than modules being resolved at once.
     let threads = if available > workers { 2 } else { 1 };
-    let resolve = |(_, module, offsets): &(u64, u32, Vec<u64>)| {
+    let resolve = |(_, module, debug_path, offsets): &(u64, u32, Option<PathBuf>, Vec<u64>)| {
         let m = profile.modules.get(*module as usize);
-        let debug = m.and_then(|m| ModuleResolver::debug(m, threads, offsets));
+        let debug = m
+            .zip(debug_path.as_deref())
+            .and_then(|(m, path)| ModuleResolver::debug(m, path, threads, offsets));
         let resolver = m.map(|m| ModuleResolver::open(m, debug.as_ref()));
         offsets
             .iter()
@@ -258,20 +262,22 @@ fn usable(module: &Module) -> bool {
 }
 
 impl<'a> ModuleResolver<'a> {
-    /// The module's separate debug file (`debug_link.rs`: by build id
-    /// under `/usr/lib/debug/.build-id/`, else by its debug link), loaded
-    /// for the return addresses `offsets` (what [`Self::resolve`] will be
-    /// asked), when there is one and the module is usable; `threads` as for
+    /// The module's separate debug file at `path` (`debug_link::find`: by
+    /// build id under `/usr/lib/debug/.build-id/`, else by its debug link),
+    /// loaded for the return addresses `offsets` (what [`Self::resolve`]
+    /// will be asked), when the module is usable; `threads` as for
     /// [`DebugSections::load`].
-    pub fn debug(module: &Module, threads: usize, offsets: &[u64]) -> Option<Debug> {
-        let path = crate::debug_link::find(Path::new(&module.path), &module.build_id)?;
+    pub fn debug(module: &Module, path: &Path, threads: usize, offsets: &[u64]) -> Option<Debug> {
         if !usable(module) {
             return None;
         }
-        let mut sections = DebugSections::load(&path, threads)?;
+        let mut sections = DebugSections::load(path, threads)?;
         let probes: Vec<u64> = offsets.iter().map(|o| o.saturating_sub(1)).collect();
         sections.keep_units_of(&probes);
-        Some(Debug { path, sections })
+        Some(Debug {
+            path: path.to_path_buf(),
+            sections,
+        })
     }
 
     /// A module's resolver: from its separate debug file when one was loaded
@@ -304,11 +310,12 @@ impl<'a> ModuleResolver<'a> {
     }
 
     /// How much work the module's symbolisation is, roughly: the size of
-    /// the file its debug information is read from (0 if there is none).
-    fn weight(module: &Module) -> u64 {
+    /// the file its debug information is read from, its separate debug
+    /// file `debug` if it has one (0 if there is none).
+    fn weight(module: &Module, debug: Option<&Path>) -> u64 {
         let size = |p: &Path| std::fs::metadata(p).map_or(0, |m| m.len());
-        crate::debug_link::find(Path::new(&module.path), &module.build_id)
-            .map(|d| size(&d))
+        debug
+            .map(size)
             .filter(|&n| n > 0)
             .unwrap_or_else(|| size(Path::new(&module.path)))
     }
