@@ -186,3 +186,110 @@ fn a_stripped_librarys_debug_link_is_followed() {
         "no file and line for the helper:\n{text}"
     );
 }
+
+/// A stripped executable, as distributions ship programs (Debian's
+/// `pw.x`, `cp2k.psmp`, `hpcc`): its `main` has no name, and the text
+/// report's stacks end at the frame the C library's start-up called, as
+/// they end at `main` in a program with its symbols; the JSON keeps every
+/// frame. Before 2026-11-27 they went on below it to
+/// `__libc_start_call_main`, `__libc_start_main_impl` and `_start`.
+#[test]
+fn a_stripped_programs_stacks_end_at_its_main() {
+    let w = WorkDir::new("symbols-stripped-exe");
+    let dir = w.join("exe");
+    let exe = build(&dir, Lib::Whole);
+    run_ok(Command::new("strip").arg("--strip-all").arg(&exe));
+    let syms = run_ok(
+        Command::new("nm")
+            .arg("-a")
+            .arg(&exe)
+            .stderr(std::process::Stdio::null()),
+    );
+    assert!(!syms.contains(" main"), "{syms}");
+    let stack = library_stack(&dir, &exe);
+    // The JSON: the unnamed main, and the C library's start-up below it.
+    let main_at = stack
+        .iter()
+        .position(|(f, m)| f == "??" && m == exe.to_str().unwrap())
+        .unwrap_or_else(|| panic!("no frame of the program: {stack:?}"));
+    assert!(
+        stack[main_at + 1..]
+            .iter()
+            .any(|(f, _)| f.starts_with("__libc_start")),
+        "{stack:?}"
+    );
+    let h5 = dir.join("r.h5");
+    let text = cli_out(&dir, &["report", h5.to_str().unwrap()]);
+    assert!(!text.contains("__libc_start"), "{text}");
+    // The library's context: its two functions, then the program's main,
+    // and nothing below it.
+    let block = text
+        .split("\n\n")
+        .find(|b| b.contains("stripped_hidden_worker ("))
+        .unwrap_or_else(|| panic!("{text}"));
+    let frames: Vec<&str> = block.lines().skip(1).collect();
+    assert_eq!(frames.len(), 3, "{block}");
+    assert!(frames[2].trim_start().starts_with("?? ("), "{block}");
+    assert!(
+        frames[2].ends_with(&format!("[{}]", exe.display())),
+        "{block}"
+    );
+}
+
+/// A stripped Fortran program (gfortran's `main` calls `MAIN__`, both
+/// unnamed once stripped): its contexts are named by its own frames, not
+/// by the C library's start-up below `main`, and `--group function` sums
+/// them under the program. Before 2026-11-27 every one of them was named
+/// `__libc_start_call_main`, the innermost frame with a name, in the text,
+/// the plots and `diff`, and `--group function` summed them all under it.
+#[test]
+fn a_stripped_programs_contexts_are_its_own() {
+    let w = WorkDir::new("symbols-stripped-fortran");
+    let dir = w.join("f");
+    std::fs::create_dir_all(&dir).unwrap();
+    let exe = compile("pattern.f90", &dir, Opt::Release, &["-s"]);
+    let native = run_plain(&exe, &[] as &[&str], &dir);
+    assert_eq!(native.code, 0, "{}", native.describe());
+    let h5 = dir.join("r.h5");
+    let out = run_traced(&exe, &[] as &[&str], &dir, &h5, &[]);
+    assert_eq!(out.code, 0, "{}", out.describe());
+    assert_eq!(out.stdout, native.stdout);
+    let name = exe.file_name().unwrap().to_str().unwrap();
+    let h5 = h5.to_str().unwrap();
+    for args in [
+        vec!["report", h5],
+        vec!["report", h5, "--by", "bytes"],
+        vec!["report", h5, "--group", "function"],
+    ] {
+        let text = cli_out(&dir, &args);
+        assert!(!text.contains("__libc_start"), "{args:?}:\n{text}");
+        let first = text
+            .lines()
+            .find(|l| l.starts_with("#1 "))
+            .unwrap_or_else(|| panic!("{args:?}:\n{text}"));
+        if args[2..].contains(&"--group") {
+            // The program's allocation sites, by function.
+            assert!(
+                first.starts_with(&format!("#1 ?? ({name}) [")),
+                "{first}\n{text}"
+            );
+        }
+    }
+    // The flame graph's and the hottest-contexts plot's labels.
+    let plots = dir.join("plots");
+    cli_out(
+        &dir,
+        &[
+            "plot",
+            h5,
+            "--out-dir",
+            plots.to_str().unwrap(),
+            "--format",
+            "svg",
+        ],
+    );
+    let svg = std::fs::read_to_string(plots.join("contexts.svg")).unwrap();
+    assert!(!svg.contains("__libc_start"), "{svg}");
+    // (Unnamed sites told apart by their addresses: `?? @0x1632 (pattern-O2)`.)
+    assert!(svg.contains(&format!(" ({name})")), "{svg}");
+}

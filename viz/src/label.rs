@@ -82,8 +82,15 @@ fn qualified_name(name: &str) -> &str {
 
 /// Index of the frame that names a context: the innermost that is not an
 /// allocator wrapper, else the innermost with a name outside the dynamic
-/// loader, else the innermost.
+/// loader, else the innermost outside the system's libraries (a stripped
+/// program's own code, unnamed), else the innermost; of the frames up to
+/// `main`, never the C library's start-up below it, which calls `main` and
+/// allocates nothing of its own. (Until 2026-11-27 every context of a
+/// stripped program, whose frames have no names, was named by the C
+/// library's `__libc_start_call_main`, and `--group function` summed them
+/// all under it.)
 pub fn labelled_frame(innermost_first: &[StackFrame]) -> Option<usize> {
+    let innermost_first = crate::report_text::up_to_main(innermost_first, |f| &f.function);
     innermost_first
         .iter()
         .position(|f| !is_wrapper(f))
@@ -91,6 +98,12 @@ pub fn labelled_frame(innermost_first: &[StackFrame]) -> Option<usize> {
             innermost_first
                 .iter()
                 .position(|f| f.function != "??" && !base(&f.module).starts_with(LOADER))
+        })
+        .or_else(|| {
+            innermost_first.iter().position(|f| {
+                let module = base(&f.module);
+                !module.is_empty() && !SYSTEM_MODULES.iter().any(|m| module.starts_with(m))
+            })
         })
         .or_else(|| (!innermost_first.is_empty()).then_some(0))
 }
@@ -480,6 +493,34 @@ mod tests {
             label(&named, "malloc"),
             ("mylib_init".into(), "libmy.so".into())
         );
+    }
+
+    #[test]
+    fn a_stripped_programs_context_is_its_own_not_the_c_librarys_start_up() {
+        // pw.x, stripped: the program's frames have no names.
+        let stack = [
+            f("??", "/usr/bin/pw.x"),
+            f("??", "/usr/bin/pw.x"),
+            f("__libc_start_call_main", "/lib/x86_64-linux-gnu/libc.so.6"),
+            f("__libc_start_main_impl", "/lib/x86_64-linux-gnu/libc.so.6"),
+            f("??", "/usr/bin/pw.x"),
+        ];
+        assert_eq!(labelled_frame(&stack), Some(0));
+        assert_eq!(label(&stack, "malloc").1, "pw.x");
+        // A named library function above the unnamed main still names it.
+        let fftw = [
+            f("fftw_malloc_plain", "/lib/x86_64-linux-gnu/libfftw3.so.3"),
+            f("??", "/usr/bin/pw.x"),
+            f("__libc_start_call_main", "/lib/x86_64-linux-gnu/libc.so.6"),
+        ];
+        assert_eq!(label(&fftw, "malloc").0, "fftw_malloc_plain");
+        // Unnamed code of libgfortran above it: the program's frame.
+        let gfortran = [
+            f("??", "/lib/x86_64-linux-gnu/libgfortran.so.5"),
+            f("??", "/usr/bin/pw.x"),
+            f("__libc_start_call_main", "/lib/x86_64-linux-gnu/libc.so.6"),
+        ];
+        assert_eq!(labelled_frame(&gfortran), Some(1));
     }
 
     #[test]

@@ -995,12 +995,29 @@ fn above_main(stack: &[StackFrame]) -> &[StackFrame] {
     up_to_main(stack, |f| &f.function)
 }
 
+/// The C library's start-up routines that call `main` (glibc 2.34 and
+/// later: `__libc_start_main_impl` calls `__libc_start_call_main`, which
+/// calls `main`; before, `__libc_start_main` called it itself).
+const LIBC_START: [&str; 3] = [
+    "__libc_start_call_main",
+    "__libc_start_main_impl",
+    "__libc_start_main",
+];
+
 /// `stack` (innermost first) up to its outermost frame that `function`
-/// names `main`; all of it without one.
+/// names `main`; in a stripped executable, whose `main` has no name, up
+/// to the frame the C library's start-up called (the innermost frame of
+/// [`LIBC_START`] and all below it left out); all of it without either.
+/// Until 2026-11-27 a stripped program's stacks (Debian's packaged
+/// applications: `pw.x`, `cp2k`, `hpcc`) went on below its `main` to
+/// `__libc_start_call_main`, `__libc_start_main_impl` and `_start`.
 pub fn up_to_main<T>(stack: &[T], function: impl Fn(&T) -> &str) -> &[T] {
-    match stack.iter().rposition(|f| function(f) == "main") {
-        Some(i) => &stack[..=i],
-        None => stack,
+    if let Some(i) = stack.iter().rposition(|f| function(f) == "main") {
+        return &stack[..=i];
+    }
+    match stack.iter().position(|f| LIBC_START.contains(&function(f))) {
+        Some(i) if i > 0 => &stack[..i],
+        _ => stack,
     }
 }
 
@@ -1465,6 +1482,19 @@ mod tests {
         // A thread's stack has no main.
         let thread = [f("work"), f("start_thread"), f("clone3")];
         assert_eq!(above_main(&thread), &thread[..]);
+        // A stripped executable's main has no name: the stack ends at the
+        // frame the C library's start-up called, with glibc 2.34's
+        // routines and with the older one's.
+        let stripped = [
+            f("leaf"),
+            f("??"),
+            f("__libc_start_call_main"),
+            f("__libc_start_main_impl"),
+            f("??"),
+        ];
+        assert_eq!(names(above_main(&stripped)), ["leaf", "??"]);
+        let older = [f("leaf"), f("??"), f("__libc_start_main"), f("??")];
+        assert_eq!(names(above_main(&older)), ["leaf", "??"]);
         // And the report's text has no frame below main.
         let mut s = String::new();
         context(
