@@ -50,12 +50,44 @@ fn in_program(f: &StackFrame, program: &str) -> bool {
 
 /// How a context's owner is named: the MPI routine as the program called
 /// it (`PMPI_Send`, which the tracer's wrapper may hand on to, is
-/// `MPI_Send`).
+/// `MPI_Send`). A routine of the Fortran bindings is named as the MPI
+/// standard writes them, in capitals (`MPI_BCAST`): the library gives one
+/// routine a dozen names at one address (Open MPI's `mpi_bcast`,
+/// `mpi_bcast_`, `mpi_bcast__`, `MPI_BCAST`, `pmpi_bcast_`, `MPI_Bcast_f08`
+/// …), and the symbol table names the frame by whichever it lists, so until
+/// 2026-11-27 one job's owners read `mpi_init`, `mpi_comm_split__`,
+/// `MPI_BCAST` and `MPI_Cart_sub_f08` (a probe on Quantum ESPRESSO and
+/// CP2K).
 fn routine_name(function: &str) -> String {
-    match function.get(..5) {
-        Some(p) if p.eq_ignore_ascii_case("pmpi_") => function[1..].to_string(),
-        _ => function.to_string(),
+    let name = match function.get(..5) {
+        Some(p) if p.eq_ignore_ascii_case("pmpi_") => &function[1..],
+        _ => function,
+    };
+    match fortran_binding(name) {
+        Some(base) => format!("MPI_{}", base.to_ascii_uppercase()),
+        None => name.to_string(),
     }
+}
+
+/// The routine's name without `MPI_` when `name` (an MPI routine without
+/// its `P`) is one of the Fortran bindings' names: all in small letters
+/// or all in capitals, with any trailing underscores (`mpi_send_`,
+/// `MPI_SEND`), or ending in `_f`, `_f08` or `_f08ts` (Open MPI's and
+/// MPICH's names for the `mpi` and `mpi_f08` modules). The C bindings
+/// mix the two (`MPI_Send`, `MPI_Type_create_f90_real`).
+fn fortran_binding(name: &str) -> Option<&str> {
+    let rest = name.get(4..)?.trim_end_matches('_');
+    let base = ["_f08ts", "_f08", "_f"]
+        .iter()
+        .find_map(|s| rest.strip_suffix(s))
+        .filter(|b| !b.is_empty());
+    if let Some(base) = base {
+        return Some(base);
+    }
+    let letters = rest.bytes().filter(u8::is_ascii_alphabetic);
+    let lower = letters.clone().all(|c| c.is_ascii_lowercase());
+    let upper = letters.clone().all(|c| c.is_ascii_uppercase());
+    (lower || upper).then_some(rest)
 }
 
 /// Where a thread's own code begins: `start_thread` (glibc) calls it.
@@ -304,6 +336,41 @@ mod tests {
             frame("MAIN__", app),
         ];
         assert_eq!(mpi_routine_of(&f, app), Some("mpi_init_"));
+    }
+
+    #[test]
+    fn a_routine_is_named_alike_in_every_mangling() {
+        // Open MPI's names for one Fortran routine (one address).
+        for name in [
+            "mpi_bcast",
+            "mpi_bcast_",
+            "mpi_bcast__",
+            "MPI_BCAST",
+            "pmpi_bcast_",
+            "PMPI_BCAST",
+            "MPI_Bcast_f",
+            "MPI_Bcast_f08",
+            "PMPI_Bcast_f08",
+            "mpi_bcast_f08_",
+            "MPI_Bcast_f08ts",
+        ] {
+            assert_eq!(routine_name(name), "MPI_BCAST", "{name}");
+        }
+        assert_eq!(routine_name("mpi_comm_split__"), "MPI_COMM_SPLIT");
+        assert_eq!(routine_name("MPI_Cart_sub_f08"), "MPI_CART_SUB");
+        assert_eq!(routine_name("mpi_init_thread_f08_"), "MPI_INIT_THREAD");
+        // The C bindings keep their names, the profiling one without its P.
+        for (name, c) in [
+            ("MPI_Send", "MPI_Send"),
+            ("PMPI_Send", "MPI_Send"),
+            ("MPI_Init_thread", "MPI_Init_thread"),
+            ("MPI_Type_create_f90_real", "MPI_Type_create_f90_real"),
+            ("MPI_Comm_f2c", "MPI_Comm_f2c"),
+            ("MPI_T_init_thread", "MPI_T_init_thread"),
+            ("MPI_Wtime", "MPI_Wtime"),
+        ] {
+            assert_eq!(routine_name(name), c, "{name}");
+        }
     }
 
     fn context(stack: Vec<StackFrame>, leaked: u64) -> Context {
