@@ -9,6 +9,7 @@
 
 mod mpi_common;
 
+use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -787,4 +788,81 @@ fn a_ranks_forked_child_writes_its_own_report() {
         .collect();
     counts.sort();
     assert_eq!(counts, (1..=RANKS).map(|r| 10 * r).collect::<Vec<_>>());
+}
+
+/// A singleton Open MPI process (no `mpirun`): the report's call totals
+/// are those of an independent count of the same program run untraced
+/// (`count_calls.c`, preloaded alone, read at the entry of `MPI_Finalize`
+/// where the tracer takes its profile): every call of the program, of Open
+/// MPI, PMIx, hwloc and of the loader's `dlopen` of their components, none
+/// lost, and none of the tracer's own (its symbol lookups, its MPI side's
+/// start-up). Two things the tracer changes in the process itself are the
+/// same in both runs: the program is linked with `libgcc_s.so.1`, which
+/// `libwmhcct.so` needs (untraced, hwloc's `dlopen` of its XML plugin loads
+/// it through libxml2 and ICU: 3 mallocs and 2 callocs of the loader that a
+/// traced run never makes), and the events are recorded inline (a collector
+/// thread is one more thread in hwloc's walk of the process's threads
+/// during `MPI_Init`: 3 more malloc/free pairs, which the tracer counts).
+/// The program's own MPI use is one barrier (`mpi_singleton.c`); Open MPI's
+/// own threads may shift a call or two between runs: three tries.
+#[test]
+fn a_singletons_totals_equal_an_independent_count() {
+    let work = workdir("singleton-count");
+    let dir = work.path.clone();
+    let exe = mpi_compile(
+        "mpicc",
+        "mpi_singleton.c",
+        &dir,
+        &["-Wl,--no-as-needed", "-lgcc_s"],
+    );
+    let shim = mpi_compile("mpicc", "count_calls.c", &dir, &["-shared", "-fPIC"]);
+    let singleton = |env: &[(&str, &OsStr)]| {
+        let mut c = command(&exe, &[] as &[&str], &dir);
+        c.env("OMPI_ALLOW_RUN_AS_ROOT", "1")
+            .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1");
+        for (k, v) in env {
+            c.env(k, v);
+        }
+        let out = run_cmd(&mut c, MPI_TIMEOUT);
+        assert!(
+            out.code == 0 && out.stdout == "mpi_singleton done\n",
+            "{}",
+            out.describe()
+        );
+        out
+    };
+    let h5 = dir.join("singleton.h5");
+    let mut tries = Vec::new();
+    for _ in 0..3 {
+        let plain = singleton(&[("LD_PRELOAD", shim.as_os_str())]);
+        let counted: Vec<(String, u64)> = plain
+            .stderr
+            .lines()
+            .filter_map(|l| l.strip_prefix("count_calls "))
+            .filter_map(|l| l.split_once(' '))
+            .map(|(f, n)| (f.to_string(), n.parse().unwrap()))
+            .collect();
+        assert_eq!(counted.len(), ALLOCATORS.len(), "{}", plain.describe());
+        let _ = std::fs::remove_file(&h5);
+        let traced = singleton(&[
+            ("LD_PRELOAD", lib().as_os_str()),
+            ("WMHCCT_OUT", h5.as_os_str()),
+            ("WMHCCT_COLLECTOR", OsStr::new("inline")),
+        ]);
+        assert_clean_stderr(&traced, &h5);
+        let r = report_json(&h5);
+        assert_eq!(r["reason"], "finalize", "{}", summary(&r));
+        let reported: Vec<(String, u64)> = counted
+            .iter()
+            .map(|(f, _)| (f.clone(), total_count(&r, f)))
+            .collect();
+        if reported == counted {
+            return;
+        }
+        tries.push(format!("counted  {counted:?}\nreported {reported:?}"));
+    }
+    panic!(
+        "the report's totals differ from the calls counted untraced:\n{}",
+        tries.join("\n")
+    );
 }
