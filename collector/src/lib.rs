@@ -22,6 +22,7 @@ pub mod job_series;
 pub mod mcct;
 pub mod merge;
 pub mod packet;
+pub mod path_index;
 pub mod ptr_table;
 pub mod query;
 pub mod rebin;

@@ -31,8 +31,7 @@
 //! the nodes, possibly empty) are merged node by node: they are exact over the
 //! ranks that kept a context.
 
-use std::collections::HashMap;
-
+use crate::path_index::{child_path, PathIndex, ROOT_PATH};
 use wmhcct_format::{
     FrameKey, Node, NodeSpread, Tree, MONITORED_BYTES, MONITORED_COUNT, NO_CONTEXT, NO_PARENT,
 };
@@ -118,14 +117,20 @@ pub fn merge_trees_mapped(a: &Tree, b: &Tree, capacity: usize) -> Merged {
 /// inputs and output are never in memory together (the job merge's peak).
 pub fn merge_trees_owned(a: Tree, b: Tree, capacity: usize) -> Merged {
     let fl = [floors(&a), floors(&b)];
-    let mut keys: Vec<(u32, FrameKey)> = vec![(NO_PARENT, FrameKey::Root)];
-    let mut acc: Vec<Acc> = vec![Acc::default()];
-    let mut lookup: HashMap<(u32, FrameKey), u32> = HashMap::new();
+    // Sized for two disjoint inputs: no growth (each doubling copied the
+    // entries so far and faulted in new pages).
+    let most = a.nodes.len() + b.nodes.len();
+    let mut keys: Vec<(u32, FrameKey)> = Vec::with_capacity(most.max(1));
+    keys.push((NO_PARENT, FrameKey::Root));
+    let mut acc: Vec<Acc> = Vec::with_capacity(most.max(1));
+    acc.push(Acc::default());
+    let mut lookup = PathIndex::with_capacity(most);
     // Per input, the key id of each row (u32::MAX: malformed, skipped).
     let mut maps: [Vec<u32>; 2] = [Vec::new(), Vec::new()];
     for (side, t) in [&a, &b].into_iter().enumerate() {
         let map = &mut maps[side];
         *map = vec![u32::MAX; t.nodes.len()];
+        let mut paths = vec![ROOT_PATH; t.nodes.len()];
         if let Some(m) = map.first_mut() {
             *m = 0;
         }
@@ -133,11 +138,12 @@ pub fn merge_trees_owned(a: Tree, b: Tree, capacity: usize) -> Merged {
             let Some(&parent) = map.get(n.parent as usize).filter(|&&p| p != u32::MAX) else {
                 continue; // malformed: parent not before child
             };
-            let id = *lookup.entry((parent, n.key)).or_insert_with(|| {
-                keys.push((parent, n.key));
-                acc.push(Acc::default());
-                (keys.len() - 1) as u32
-            });
+            let path = child_path(paths[n.parent as usize], n.key);
+            paths[i] = path;
+            let id = lookup.id(path, parent, n.key, &mut keys);
+            if acc.len() < keys.len() {
+                acc.push(Acc::default()); // a new id
+            }
             map[i] = id;
             let x = &mut acc[id as usize];
             let vals = [(n.count, n.count_err), (n.bytes, n.bytes_err)];
