@@ -320,9 +320,27 @@ impl Collector {
     /// of the axis). Sample contexts are rows of the tree that
     /// [`Collector::snapshot_tree`] returns.
     pub fn series_snapshot(&self, now_ns: u64, start_unix_ns: u64) -> Option<JobSeries> {
+        self.series.as_ref()?;
+        self.series_of_rows(&self.hcct.snapshot_rows(), now_ns, start_unix_ns)
+    }
+
+    /// [`Collector::snapshot_tree`] and [`Collector::series_snapshot`]
+    /// together, the tree's rows made once.
+    pub fn snapshot_with_series(
+        &self,
+        name: &str,
+        resolve: &mut dyn FnMut(u64) -> FrameKey,
+        now_ns: u64,
+        start_unix_ns: u64,
+    ) -> (Tree, Option<JobSeries>) {
+        let (tree, rows) = self.hcct.snapshot_mapped(name, resolve, self.heap.epoch);
+        let series = self.series_of_rows(&rows, now_ns, start_unix_ns);
+        (tree, series)
+    }
+
+    fn series_of_rows(&self, rows: &[u32], now_ns: u64, start_unix_ns: u64) -> Option<JobSeries> {
         let mut bins = self.series.clone()?;
         bins.advance(now_ns, self.heap.live);
-        let rows = self.hcct.snapshot_rows();
         let mut samples: Vec<Sample> = self
             .samples
             .items()
@@ -330,7 +348,7 @@ impl Collector {
             .map(|s| Sample {
                 t_ns: s.t_ns,
                 size: s.size,
-                context: self.row_of(&rows, s.node, s.gen),
+                context: self.row_of(rows, s.node, s.gen),
             })
             .collect();
         samples.sort_by_key(|s| (s.t_ns, s.size, s.context));

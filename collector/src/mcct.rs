@@ -286,18 +286,44 @@ impl Mcct {
     }
 
     /// Live node indices in a preorder (parents before children).
+    ///
+    /// The links are copied first, in one pass over the arena: the walk then
+    /// reads 8 bytes a node from a compact table instead of one cache line
+    /// of the arena after another (a third of taking a CP2K rank's profile,
+    /// 300 000 nodes, before).
     pub fn preorder(&self) -> Vec<u32> {
+        let links: Vec<(u32, u32)> = self
+            .nodes
+            .iter()
+            .map(|n| {
+                let first = if n.flags & F_ALIVE != 0 {
+                    n.first_child
+                } else {
+                    NONE
+                };
+                (first, n.next_sibling)
+            })
+            .collect();
         let mut out = Vec::with_capacity(self.alive);
         let mut stack = vec![ROOT];
         while let Some(i) = stack.pop() {
             out.push(i);
-            let mut c = self.get(i).map_or(NONE, |n| n.first_child);
+            let mut c = links.get(i as usize).map_or(NONE, |l| l.0);
             while c != NONE {
                 stack.push(c);
-                c = self.nodes.get(c as usize).map_or(NONE, |n| n.next_sibling);
+                c = links.get(c as usize).map_or(NONE, |l| l.1);
             }
         }
         out
+    }
+
+    /// The live nodes with their indices, in arena order.
+    pub fn live(&self) -> impl Iterator<Item = (u32, &Node)> {
+        self.nodes
+            .iter()
+            .enumerate()
+            .filter(|(_, n)| n.flags & F_ALIVE != 0)
+            .map(|(i, n)| (i as u32, n))
     }
 }
 

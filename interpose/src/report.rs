@@ -81,10 +81,17 @@ pub fn build(t: &Tracer, core: &Core, reason: &str) -> Profile {
         .or_else(|| launch_task(t));
     let (program, args) = command_line();
     let mut records = core.records.clone();
-    let (tree, mpi_tree) = {
+    // The series' sample contexts are rows of the allocation tree: made
+    // with it, so its rows are computed once.
+    let ((tree, series), mpi_tree) = {
         let mut resolve = resolver(&records);
         (
-            core.collector.snapshot_tree("alloc", &mut resolve),
+            core.collector.snapshot_with_series(
+                "alloc",
+                &mut resolve,
+                tracer::now_mono_ns().saturating_sub(t.start_mono_ns),
+                t.start_unix_ns,
+            ),
             core.mpi.snapshot_tree("mpi", &mut resolve),
         )
     };
@@ -154,10 +161,7 @@ pub fn build(t: &Tracer, core: &Core, reason: &str) -> Profile {
         resident,
         trees: vec![tree, mpi_tree],
         ranks: Vec::new(),
-        series: core.collector.series_snapshot(
-            tracer::now_mono_ns().saturating_sub(t.start_mono_ns),
-            t.start_unix_ns,
-        ),
+        series,
     }
 }
 
