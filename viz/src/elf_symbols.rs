@@ -33,10 +33,7 @@ pub struct Symbol {
 /// holds it (a function symbol with local labels or parts inside it).
 const LOOK_BACK: usize = 16;
 
-/// Largest file whose symbols are read from a copy in memory.
-const IN_MEMORY_MAX: u64 = 64 << 20;
-
-#[derive(Debug, Default)]
+#[derive(Debug, Default, PartialEq)]
 pub struct ElfSymbols {
     /// Sorted by start, one per start.
     entries: Vec<Symbol>,
@@ -46,22 +43,22 @@ impl ElfSymbols {
     /// The function symbols of the ELF file at `path` (`.symtab`, else
     /// `.dynsym`); `None` if it cannot be read or has none.
     ///
-    /// A file of up to [`IN_MEMORY_MAX`] bytes is read whole first: read
-    /// through `object`'s cache, each symbol's name took a read of its own
-    /// (a C library's ~10 000 symbols: ~10 ms, a tenth of a conversion).
+    /// They are read from a copy in memory of the file's headers and
+    /// symbol tables only (`symbol_sections`): read through `object`'s
+    /// cache, each symbol's name took a read of its own (a C library's
+    /// ~10 000 symbols: ~10 ms, a tenth of a conversion), and read whole, a
+    /// large program's 50 MB went through memory for 12 KB of symbols.
     pub fn read(path: &Path) -> Option<ElfSymbols> {
-        use std::io::Read as _;
-        let mut file = std::fs::File::open(path).ok()?;
+        let file = std::fs::File::open(path).ok()?;
         let len = file.metadata().ok()?.len();
-        if len <= IN_MEMORY_MAX {
-            // From the file opened, not its path again (which may be
-            // another file by now).
-            let mut data = Vec::with_capacity(len as usize);
-            file.read_to_end(&mut data).ok()?;
-            Self::parse(&data)
-        } else {
-            let cache = object::ReadCache::new(file);
-            Self::of_file(&object::File::parse(&cache).ok()?)
+        // From the file opened, not its path again (which may be another
+        // file by now).
+        match crate::symbol_sections::read(&file, len) {
+            Some(data) => Self::parse(&data),
+            None => {
+                let cache = object::ReadCache::new(file);
+                Self::of_file(&object::File::parse(&cache).ok()?)
+            }
         }
     }
 
@@ -156,8 +153,8 @@ mod tests {
         }
     }
 
-    /// A file read whole and one read through `object`'s cache (the files
-    /// above `IN_MEMORY_MAX`) give the same table.
+    /// A file read as its symbols' copy and one read through `object`'s
+    /// cache (files that are not ELF) give the same table.
     #[test]
     fn both_ways_of_reading_give_one_table() {
         let exe = std::env::current_exe().unwrap();

@@ -53,6 +53,7 @@ mod slurm;
 mod spool;
 mod stacks;
 mod sums;
+mod symbol_sections;
 mod symbolize;
 mod timeline;
 mod untraced;
