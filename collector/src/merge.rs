@@ -127,7 +127,17 @@ pub fn merge_trees_owned(a: Tree, b: Tree, capacity: usize) -> Merged {
     let mut lookup = PathIndex::with_capacity(most);
     // Per input, the key id of each row (u32::MAX: malformed, skipped).
     let mut maps: [Vec<u32>; 2] = [Vec::new(), Vec::new()];
-    for (side, t) in [&a, &b].into_iter().enumerate() {
+    // What the output needs of the inputs.
+    let with_spread = !a.spread.is_empty() || !b.spread.is_empty();
+    let name = a.name.clone();
+    let totals = (
+        a.total_count.saturating_add(b.total_count),
+        a.total_bytes.saturating_add(b.total_bytes),
+    );
+    // Each input is let go once its nodes are accumulated: `a` before `b`'s
+    // are, so the two are never in memory with the accumulators (rank 0's
+    // peak in a CP2K job's reduction, ~40 MiB above the rest of its run).
+    for (side, t) in [a, b].into_iter().enumerate() {
         let map = &mut maps[side];
         *map = vec![u32::MAX; t.nodes.len()];
         let mut paths = vec![ROOT_PATH; t.nodes.len()];
@@ -164,14 +174,7 @@ pub fn merge_trees_owned(a: Tree, b: Tree, capacity: usize) -> Merged {
             }
         }
     }
-    // What the output needs of the inputs; then let them go.
-    let with_spread = !a.spread.is_empty() || !b.spread.is_empty();
-    let name = a.name.clone();
-    let totals = (
-        a.total_count.saturating_add(b.total_count),
-        a.total_bytes.saturating_add(b.total_bytes),
-    );
-    drop((a, b, lookup));
+    drop(lookup);
     let contexts: Vec<usize> = (0..keys.len())
         .filter(|&i| matches!(keys[i].1, FrameKey::Kind(_)))
         .collect();
