@@ -22,6 +22,7 @@ mod errno;
 pub mod exports;
 #[cfg_attr(test, allow(dead_code))]
 mod foreign;
+mod frame_keys;
 mod guard;
 mod last_flush;
 mod launcher;

@@ -9,29 +9,11 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering;
 
 use wmhcct_collector::{Collector, SeriesConfig};
-use wmhcct_format::{
-    shell_word, FrameKey, KindTotal, Meta, Profile, TracerStats, ALLOC_KINDS, MPI_KINDS,
-};
+use wmhcct_format::{shell_word, KindTotal, Meta, Profile, TracerStats, ALLOC_KINDS, MPI_KINDS};
 
 use crate::guard::Guard;
 use crate::output;
 use crate::tracer::{self, Core, Tracer};
-
-/// Map a return address to (module, offset) using the module table.
-pub fn resolver(records: &[wmhcct_format::Module]) -> impl FnMut(u64) -> FrameKey + '_ {
-    move |addr| {
-        // Later entries win: a module loaded where an unloaded one was.
-        for (i, m) in records.iter().enumerate().rev() {
-            if addr >= m.start && addr < m.end {
-                return FrameKey::Addr {
-                    module: i as u32,
-                    offset: addr - m.bias,
-                };
-            }
-        }
-        FrameKey::Unknown(addr)
-    }
-}
 
 fn hostname() -> String {
     let mut buf = [0u8; 256];
@@ -84,7 +66,7 @@ pub fn build(t: &Tracer, core: &Core, reason: &str) -> Profile {
     // The series' sample contexts are rows of the allocation tree: made
     // with it, so its rows are computed once.
     let ((tree, series), mpi_tree) = {
-        let mut resolve = resolver(&records);
+        let mut resolve = crate::frame_keys::resolver(&records);
         (
             core.collector.snapshot_with_series(
                 "alloc",
