@@ -33,6 +33,11 @@ pub struct Symbol {
 /// holds it (a function symbol with local labels or parts inside it).
 const LOOK_BACK: usize = 16;
 
+/// Largest file whose symbols are read from a copy in memory (a buffer of
+/// the file's length, mostly never touched, but address space all the
+/// same, which the converter shares with the program's `ulimit -v`).
+const IN_MEMORY_MAX: u64 = 64 << 20;
+
 #[derive(Debug, Default, PartialEq)]
 pub struct ElfSymbols {
     /// Sorted by start, one per start.
@@ -43,8 +48,9 @@ impl ElfSymbols {
     /// The function symbols of the ELF file at `path` (`.symtab`, else
     /// `.dynsym`); `None` if it cannot be read or has none.
     ///
-    /// They are read from a copy in memory of the file's headers and
-    /// symbol tables only (`symbol_sections`): read through `object`'s
+    /// A file of up to [`IN_MEMORY_MAX`] bytes is read from a copy in
+    /// memory of its headers and symbol tables only (`symbol_sections`):
+    /// read through `object`'s
     /// cache, each symbol's name took a read of its own (a C library's
     /// ~10 000 symbols: ~10 ms, a tenth of a conversion), and read whole, a
     /// large program's 50 MB went through memory for 12 KB of symbols.
@@ -52,8 +58,12 @@ impl ElfSymbols {
         let file = std::fs::File::open(path).ok()?;
         let len = file.metadata().ok()?.len();
         // From the file opened, not its path again (which may be another
-        // file by now).
-        match crate::symbol_sections::read(&file, len) {
+        // file by now). Files above `IN_MEMORY_MAX` through `object`'s
+        // cache, as before.
+        let copy = (len <= IN_MEMORY_MAX)
+            .then(|| crate::symbol_sections::read(&file, len))
+            .flatten();
+        match copy {
             Some(data) => Self::parse(&data),
             None => {
                 let cache = object::ReadCache::new(file);
@@ -154,7 +164,7 @@ mod tests {
     }
 
     /// A file read as its symbols' copy and one read through `object`'s
-    /// cache (files that are not ELF) give the same table.
+    /// cache (files above `IN_MEMORY_MAX`) give the same table.
     #[test]
     fn both_ways_of_reading_give_one_table() {
         let exe = std::env::current_exe().unwrap();
