@@ -153,6 +153,17 @@ fn stripped_library_frames_are_not_misnamed() {
     assert!(is_fn(&stack[2].0, "main"), "{stack:?}");
 }
 
+/// `nm -a`'s list of every symbol of `file` (empty for a stripped file,
+/// for which nm complains on stderr).
+fn all_symbols(file: &Path) -> String {
+    run_ok(
+        Command::new("nm")
+            .arg("-a")
+            .arg(file)
+            .stderr(std::process::Stdio::null()),
+    )
+}
+
 /// A library stripped for shipping, its debug information kept in
 /// `.debug/` and named by its `.gnu_debuglink` (as `objcopy
 /// --only-keep-debug` and `--add-gnu-debuglink` make it): its frames are
@@ -164,12 +175,7 @@ fn a_stripped_librarys_debug_link_is_followed() {
     let dir = w.join("linked");
     let exe = build(&dir, Lib::DebugLink);
     let lib = dir.join("libstripped.so");
-    let syms = run_ok(
-        Command::new("nm")
-            .arg("-a")
-            .arg(&lib)
-            .stderr(std::process::Stdio::null()),
-    );
+    let syms = all_symbols(&lib);
     assert!(!syms.contains("stripped_hidden_worker"), "{syms}");
     let sections = run_ok(Command::new("readelf").arg("-S").arg(&lib));
     assert!(sections.contains(".gnu_debuglink"), "{sections}");
@@ -199,12 +205,7 @@ fn a_stripped_programs_stacks_end_at_its_main() {
     let dir = w.join("exe");
     let exe = build(&dir, Lib::Whole);
     run_ok(Command::new("strip").arg("--strip-all").arg(&exe));
-    let syms = run_ok(
-        Command::new("nm")
-            .arg("-a")
-            .arg(&exe)
-            .stderr(std::process::Stdio::null()),
-    );
+    let syms = all_symbols(&exe);
     assert!(!syms.contains(" main"), "{syms}");
     let stack = library_stack(&dir, &exe);
     // The JSON: the unnamed main, and the C library's start-up below it.
