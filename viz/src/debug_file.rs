@@ -312,13 +312,9 @@ mod tests {
             .filter_map(|l| l.split_whitespace().nth(5))
             .find(|p| p.contains("/libc.so"))
             .expect("libc in /proc/self/maps");
-        let data = std::fs::read(libc).unwrap();
-        let id = object::File::parse(&*data)
-            .unwrap()
-            .build_id()
+        let hex = crate::debug_link::build_id_of(Path::new(libc))
             .unwrap()
             .expect("libc has a build id");
-        let hex: String = id.iter().map(|b| format!("{b:02x}")).collect();
         let path = crate::debug_link::by_build_id(&hex).unwrap();
         assert!(
             path.is_file(),

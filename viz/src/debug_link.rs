@@ -77,16 +77,23 @@ fn linked(module: &Path, build_id: &str) -> Option<PathBuf> {
         .find(|c| is_debug_file_of(c, build_id, crc))
 }
 
+/// The GNU build id (hex) of the object file at `path`: an error if it
+/// cannot be read as one, `None` if it has no build id.
+pub fn build_id_of(path: &Path) -> std::io::Result<Option<String>> {
+    let file = std::fs::File::open(path)?;
+    let cache = object::ReadCache::new(file);
+    let object = object::File::parse(&cache).map_err(std::io::Error::other)?;
+    Ok(object
+        .build_id()
+        .ok()
+        .flatten()
+        .map(|id| id.iter().map(|b| format!("{b:02x}")).collect()))
+}
+
 /// Is the file at `path` the debug file of a module with build id
 /// `build_id` (hex) and debug link CRC `crc`?
 fn is_debug_file_of(path: &Path, build_id: &str, crc: u32) -> bool {
-    let own_id = std::fs::File::open(path).ok().and_then(|f| {
-        let cache = object::ReadCache::new(f);
-        let object = object::File::parse(&cache).ok()?;
-        let id = object.build_id().ok()??;
-        Some(id.iter().map(|b| format!("{b:02x}")).collect::<String>())
-    });
-    match own_id {
+    match build_id_of(path).ok().flatten() {
         Some(id) if !build_id.is_empty() => id.eq_ignore_ascii_case(build_id),
         _ => crc32_of(path) == Some(crc),
     }
@@ -122,13 +129,6 @@ mod tests {
         assert!(status.success(), "{program} {args:?}");
     }
 
-    fn build_id_of(path: &Path) -> String {
-        let data = std::fs::read(path).unwrap();
-        let object = object::File::parse(&*data).unwrap();
-        let id = object.build_id().unwrap().unwrap();
-        id.iter().map(|b| format!("{b:02x}")).collect()
-    }
-
     /// A stripped library with a debug link finds its debug file beside it
     /// and in `.debug/`; one of another build, or a module with DWARF of
     /// its own, does not; without build ids the link's CRC decides.
@@ -158,7 +158,7 @@ mod tests {
             run(d, "objcopy", &[&format!("--add-gnu-debuglink={debug}"), so]);
         }
         let f = d.join("libf.so");
-        let id = build_id_of(&f);
+        let id = build_id_of(&f).unwrap().unwrap();
         assert_eq!(linked(&f, &id), Some(d.join("libf.so.debug")));
         // Without a recorded build id, the debug file's own one is not
         // compared: the CRC is.
@@ -198,7 +198,7 @@ mod tests {
         );
         // A module with DWARF of its own, or without a link.
         let whole = d.join("libf_whole.so");
-        assert_eq!(linked(&whole, &build_id_of(&whole)), None);
+        assert_eq!(linked(&whole, &build_id_of(&whole).unwrap().unwrap()), None);
         assert_eq!(linked(&d.join("libg.so"), ""), None);
         assert_eq!(linked(&d.join("missing.so"), ""), None);
     }

@@ -201,23 +201,13 @@ pub fn symbolize(profile: &Profile) -> Symbols {
 /// Does the file at `path` carry the GNU build id `expected` (hex)? True when
 /// nothing was recorded or the file has none; false when unreadable.
 fn build_id_matches(path: &Path, expected: &str) -> bool {
-    use object::Object;
     if expected.is_empty() {
         return true;
     }
-    let Ok(file) = std::fs::File::open(path) else {
-        return false;
-    };
-    let cache = object::ReadCache::new(file);
-    let Ok(obj) = object::File::parse(&cache) else {
-        return false;
-    };
-    match obj.build_id() {
-        Ok(Some(id)) => {
-            let hex: String = id.iter().map(|b| format!("{b:02x}")).collect();
-            hex.eq_ignore_ascii_case(expected)
-        }
-        _ => true,
+    match crate::debug_link::build_id_of(path) {
+        Ok(Some(hex)) => hex.eq_ignore_ascii_case(expected),
+        Ok(None) => true,
+        Err(_) => false,
     }
 }
 
