@@ -15,33 +15,22 @@
 use std::collections::HashMap;
 
 use crate::job_series::{self, Limits};
-use crate::merge::merge_trees_owned;
+use crate::merge::{merge_inputs, Input};
 
 use wmhcct_format::{
     FrameKey, HeapStats, JobSeries, KindTotal, Module, Node, NodeSpread, Profile, Spread, Tree,
     UnwindStats, NO_CONTEXT,
 };
 
-/// Turn one process's profile into a job part: per-rank summary and spreads.
+/// Turn one process's profile into a job part: its per-rank summary. Its
+/// trees' per-rank spreads are left implicit (each context's spread is
+/// its own value on this one rank: [`single_spread`]); the merge reads
+/// them so, and [`finish`] writes them out for a job of one part, so that a
+/// rank's part does not carry a spread for each of its nodes (64 bytes a
+/// node, most of them frames without one) into the reduction.
 pub fn as_job_part(mut p: Profile, rank: u32) -> Profile {
     if !p.ranks.is_empty() {
         return p;
-    }
-    for t in &mut p.trees {
-        t.spread = t
-            .nodes
-            .iter()
-            .map(|n| {
-                if is_context(n) {
-                    NodeSpread {
-                        count: Spread::single(n.count, rank),
-                        bytes: Spread::single(n.bytes, rank),
-                    }
-                } else {
-                    NodeSpread::default()
-                }
-            })
-            .collect();
     }
     p.ranks = vec![p.rank_summary(rank)];
     p.meta.rank = Some(rank);
@@ -53,8 +42,32 @@ pub fn as_job_part(mut p: Profile, rank: u32) -> Profile {
     p
 }
 
+/// The spread of node `n` of rank `rank`'s own tree: its value on that rank
+/// for a context, none for a frame.
+pub fn single_spread(n: &Node, rank: u32) -> NodeSpread {
+    if is_context(n) {
+        NodeSpread {
+            count: Spread::single(n.count, rank),
+            bytes: Spread::single(n.bytes, rank),
+        }
+    } else {
+        NodeSpread::default()
+    }
+}
+
+/// Write out the spreads `t` leaves implicit for `rank`.
+fn write_spreads(t: &mut Tree, rank: u32) {
+    t.spread = t.nodes.iter().map(|n| single_spread(n, rank)).collect();
+}
+
 /// Set the job-level fields once every rank is merged in.
 pub fn finish(p: &mut Profile, nranks: u32) {
+    if let [r] = p.ranks.as_slice() {
+        let rank = r.rank;
+        for t in p.trees.iter_mut().filter(|t| t.spread.is_empty()) {
+            write_spreads(t, rank);
+        }
+    }
     p.meta.nranks = Some(nranks);
     p.meta.rank = None;
     p.ranks.sort_by_key(|r| r.rank);
@@ -239,11 +252,41 @@ pub fn merge(a: Profile, b: Profile, capacity: usize) -> Profile {
         series: b_series,
         ..
     } = b;
+    // The rank of each side whose trees leave their spreads implicit;
+    // a tree of one side without a match on the other gets them written
+    // out, since the merged part has more than one rank.
+    let a_rank = match out.ranks.as_slice() {
+        [r] => Some(r.rank),
+        _ => None,
+    };
+    let b_rank = match b_ranks.as_slice() {
+        [r] => Some(r.rank),
+        _ => None,
+    };
+    let mut matched = vec![false; out.trees.len()];
     for mut bt in b_trees {
         remap_modules(&mut bt, &remap);
-        match out.trees.iter_mut().find(|t| t.name == bt.name) {
-            Some(at) => {
-                let m = merge_trees_owned(std::mem::take(at), bt, capacity);
+        let b_side = b_rank.filter(|_| bt.spread.is_empty());
+        match out.trees.iter().position(|t| t.name == bt.name) {
+            Some(i) => {
+                if let Some(m) = matched.get_mut(i) {
+                    *m = true;
+                }
+                let at = &mut out.trees[i];
+                let a_side = a_rank.filter(|_| at.spread.is_empty());
+                let m = merge_inputs(
+                    [
+                        Input {
+                            tree: std::mem::take(at),
+                            rank: a_side,
+                        },
+                        Input {
+                            tree: bt,
+                            rank: b_side,
+                        },
+                    ],
+                    capacity,
+                );
                 *at = m.tree;
                 evicted.0 += m.evicted.0;
                 evicted.1 += m.evicted.1;
@@ -253,7 +296,22 @@ pub fn merge(a: Profile, b: Profile, capacity: usize) -> Profile {
                     rows_b = Some(rb);
                 }
             }
-            None => out.trees.push(bt),
+            None => {
+                if let Some(r) = b_side {
+                    write_spreads(&mut bt, r);
+                }
+                out.trees.push(bt);
+            }
+        }
+    }
+    if let Some(r) = a_rank {
+        for (t, _) in out
+            .trees
+            .iter_mut()
+            .zip(&matched)
+            .filter(|(t, m)| !**m && t.spread.is_empty())
+        {
+            write_spreads(t, r);
         }
     }
     out.totals = merge_totals(&out.totals, &b_totals);

@@ -29,7 +29,13 @@
 //! added; those of dropped contexts are returned apart (the caller adds them
 //! to `HeapStats::evicted_*`). Per-rank spreads (`Tree::spread`, parallel to
 //! the nodes, possibly empty) are merged node by node: they are exact over the
-//! ranks that kept a context.
+//! ranks that kept a context. A rank's own tree may leave them implicit
+//! ([`Input::rank`]).
+//!
+//! Frames carry no counters, so only contexts get an accumulator: in a
+//! CP2K job's merge, three ids in four are frames, and accumulators for
+//! them (128 bytes each) were the largest part of rank 0's peak in the
+//! reduction.
 
 use crate::path_index::{child_path, PathIndex, ROOT_PATH};
 use wmhcct_format::{
@@ -71,6 +77,7 @@ pub fn floors(t: &Tree) -> (u64, u64) {
     )
 }
 
+/// What the merge adds up for one context.
 #[derive(Clone, Copy, Default)]
 struct Acc {
     lo: [u64; 2],
@@ -81,6 +88,19 @@ struct Acc {
     flags: u8,
     seen: [bool; 2],
     spread: NodeSpread,
+}
+
+/// A frame's slot in the accumulators: none.
+const FRAME: u32 = u32::MAX;
+
+/// One input of [`merge_inputs`].
+pub struct Input {
+    pub tree: Tree,
+    /// For a single rank's tree without spreads (`tree.spread` empty), that
+    /// rank: each context's spread is then its own value on that rank alone
+    /// ([`crate::job::single_spread`]), as if written out. `None`: the
+    /// spreads are those `tree` holds, if any.
+    pub rank: Option<u32>,
 }
 
 /// Merges two trees; see the module documentation for the rule.
@@ -116,28 +136,59 @@ pub fn merge_trees_mapped(a: &Tree, b: &Tree, capacity: usize) -> Merged {
 /// once their nodes are accumulated, before the merged tree is built, so
 /// inputs and output are never in memory together (the job merge's peak).
 pub fn merge_trees_owned(a: Tree, b: Tree, capacity: usize) -> Merged {
-    let fl = [floors(&a), floors(&b)];
+    merge_inputs(
+        [
+            Input {
+                tree: a,
+                rank: None,
+            },
+            Input {
+                tree: b,
+                rank: None,
+            },
+        ],
+        capacity,
+    )
+}
+
+/// [`merge_trees_owned`] of two inputs that may leave their spreads implicit.
+pub fn merge_inputs(inputs: [Input; 2], capacity: usize) -> Merged {
+    let fl = [floors(&inputs[0].tree), floors(&inputs[1].tree)];
     // Sized for two disjoint inputs: no growth (each doubling copied the
     // entries so far and faulted in new pages).
-    let most = a.nodes.len() + b.nodes.len();
+    let most: usize = inputs.iter().map(|x| x.tree.nodes.len()).sum();
+    let most_contexts: usize = inputs
+        .iter()
+        .map(|x| x.tree.nodes.iter().filter(|n| is_context(n)).count())
+        .sum();
     let mut keys: Vec<(u32, FrameKey)> = Vec::with_capacity(most.max(1));
     keys.push((NO_PARENT, FrameKey::Root));
-    let mut acc: Vec<Acc> = Vec::with_capacity(most.max(1));
-    acc.push(Acc::default());
+    // Per id, its slot in `acc`, or FRAME.
+    let mut slot: Vec<u32> = Vec::with_capacity(most.max(1));
+    slot.push(FRAME);
+    let mut acc: Vec<Acc> = Vec::with_capacity(most_contexts);
     let mut lookup = PathIndex::with_capacity(most);
     // Per input, the key id of each row (u32::MAX: malformed, skipped).
     let mut maps: [Vec<u32>; 2] = [Vec::new(), Vec::new()];
     // What the output needs of the inputs.
-    let with_spread = !a.spread.is_empty() || !b.spread.is_empty();
-    let name = a.name.clone();
+    let with_spread = inputs
+        .iter()
+        .any(|x| !x.tree.spread.is_empty() || x.rank.is_some());
+    let name = inputs[0].tree.name.clone();
     let totals = (
-        a.total_count.saturating_add(b.total_count),
-        a.total_bytes.saturating_add(b.total_bytes),
+        inputs[0]
+            .tree
+            .total_count
+            .saturating_add(inputs[1].tree.total_count),
+        inputs[0]
+            .tree
+            .total_bytes
+            .saturating_add(inputs[1].tree.total_bytes),
     );
     // Each input is let go once its nodes are accumulated: `a` before `b`'s
     // are, so the two are never in memory with the accumulators (rank 0's
     // peak in a CP2K job's reduction, ~40 MiB above the rest of its run).
-    for (side, t) in [a, b].into_iter().enumerate() {
+    for (side, Input { tree: t, rank }) in inputs.into_iter().enumerate() {
         let map = &mut maps[side];
         *map = vec![u32::MAX; t.nodes.len()];
         let mut paths = vec![ROOT_PATH; t.nodes.len()];
@@ -151,11 +202,19 @@ pub fn merge_trees_owned(a: Tree, b: Tree, capacity: usize) -> Merged {
             let path = child_path(paths[n.parent as usize], n.key);
             paths[i] = path;
             let id = lookup.id(path, parent, n.key, &mut keys);
-            if acc.len() < keys.len() {
-                acc.push(Acc::default()); // a new id
+            if slot.len() < keys.len() {
+                // A new id.
+                slot.push(if is_context(n) {
+                    acc.push(Acc::default());
+                    (acc.len() - 1) as u32
+                } else {
+                    FRAME
+                });
             }
             map[i] = id;
-            let x = &mut acc[id as usize];
+            let Some(x) = acc.get_mut(slot[id as usize] as usize) else {
+                continue; // a frame
+            };
             let vals = [(n.count, n.count_err), (n.bytes, n.bytes_err)];
             for (w, (est, err)) in vals.into_iter().enumerate() {
                 x.lo[w] = x.lo[w].saturating_add(est - err.min(est));
@@ -166,7 +225,11 @@ pub fn merge_trees_owned(a: Tree, b: Tree, capacity: usize) -> Merged {
             x.temporary = x.temporary.saturating_add(n.temporary);
             x.flags |= n.flags;
             x.seen[side] = true;
-            if let Some(s) = t.spread.get(i) {
+            let s = match rank {
+                Some(r) if t.spread.is_empty() => Some(crate::job::single_spread(n, r)),
+                _ => t.spread.get(i).copied(),
+            };
+            if let Some(s) = s {
                 x.spread = NodeSpread {
                     count: x.spread.count.merge(s.count),
                     bytes: x.spread.bytes.merge(s.bytes),
@@ -175,11 +238,7 @@ pub fn merge_trees_owned(a: Tree, b: Tree, capacity: usize) -> Merged {
         }
     }
     drop(lookup);
-    let contexts: Vec<usize> = (0..keys.len())
-        .filter(|&i| matches!(keys[i].1, FrameKey::Kind(_)))
-        .collect();
-    for &id in &contexts {
-        let x = &mut acc[id];
+    for x in &mut acc {
         for (side, f) in fl.iter().enumerate() {
             if !x.seen[side] {
                 x.hi[0] = x.hi[0].saturating_add(f.0);
@@ -191,37 +250,40 @@ pub fn merge_trees_owned(a: Tree, b: Tree, capacity: usize) -> Merged {
         fl[0].0.saturating_add(fl[1].0),
         fl[0].1.saturating_add(fl[1].1),
     ];
-    let mut keep = vec![false; keys.len()];
+    // Per accumulator (context), whether it stays.
+    let mut kept = vec![false; acc.len()];
     let mut floor = delta;
-    if capacity == 0 || contexts.len() <= capacity {
-        for &id in &contexts {
-            keep[id] = true;
-        }
+    if capacity == 0 || acc.len() <= capacity {
+        kept.fill(true);
     } else {
         let flags = [MONITORED_COUNT, MONITORED_BYTES];
         for w in 0..2 {
-            let mut lows: Vec<u64> = contexts.iter().map(|&id| acc[id].lo[w]).collect();
+            let mut lows: Vec<u64> = acc.iter().map(|x| x.lo[w]).collect();
             lows.sort_unstable_by(|x, y| y.cmp(x));
             let k = lows.get(capacity).copied().unwrap_or(0);
             floor[w] = floor[w].saturating_add(k);
-            for &id in &contexts {
-                if acc[id].lo[w] > k {
-                    acc[id].flags |= flags[w];
-                    keep[id] = true;
+            for (x, kept) in acc.iter_mut().zip(kept.iter_mut()) {
+                if x.lo[w] > k {
+                    x.flags |= flags[w];
+                    *kept = true;
                 } else {
-                    acc[id].flags &= !flags[w];
+                    x.flags &= !flags[w];
                 }
             }
         }
     }
     let mut dropped = (0u64, 0u64);
-    for &id in &contexts {
-        if !keep[id] {
-            dropped.0 = dropped.0.saturating_add(acc[id].live);
-            dropped.1 = dropped.1.saturating_add(acc[id].peak);
-        }
+    for (x, _) in acc.iter().zip(&kept).filter(|(_, k)| !**k) {
+        dropped.0 = dropped.0.saturating_add(x.live);
+        dropped.1 = dropped.1.saturating_add(x.peak);
     }
-    // Frames leading to kept contexts stay (ids are parents-first).
+    // Per id: kept contexts, and the frames leading to them (ids are
+    // parents-first).
+    let mut keep: Vec<bool> = slot
+        .iter()
+        .map(|&s| kept.get(s as usize).copied().unwrap_or(false))
+        .collect();
+    drop(kept);
     keep[0] = true;
     for id in (1..keys.len()).rev() {
         if keep[id] {
@@ -238,24 +300,24 @@ pub fn merge_trees_owned(a: Tree, b: Tree, capacity: usize) -> Merged {
             continue;
         }
         let (parent, key) = keys[id];
-        let x = &acc[id];
         let mut n = Node::root();
         n.parent = new_id.get(parent as usize).copied().unwrap_or(NO_PARENT);
         n.key = key;
-        if matches!(key, FrameKey::Kind(_)) {
+        let x = acc.get(slot[id] as usize);
+        if let Some(x) = x {
             n.count = x.hi[0];
             n.count_err = x.hi[0] - x.lo[0].min(x.hi[0]);
             n.bytes = x.hi[1];
             n.bytes_err = x.hi[1] - x.lo[1].min(x.hi[1]);
             n.flags = x.flags & (MONITORED_COUNT | MONITORED_BYTES);
+            n.live_bytes = x.live;
+            n.peak_live_bytes = x.peak;
+            n.temporary = x.temporary;
         }
-        n.live_bytes = x.live;
-        n.peak_live_bytes = x.peak;
-        n.temporary = x.temporary;
         new_id[id] = nodes.len() as u32;
         nodes.push(n);
         if with_spread {
-            spread.push(x.spread);
+            spread.push(x.map_or_else(NodeSpread::default, |x| x.spread));
         }
     }
     let tree = Tree {

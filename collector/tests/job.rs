@@ -328,3 +328,77 @@ fn totals_with_a_repeated_kind_name_merge_per_occurrence() {
         ]
     );
 }
+
+/// A rank's part leaves its spreads implicit (each context's value on that
+/// rank alone); the merge reads them so and `finish` writes them out. The
+/// job is the same as when every part carries them written out: bounded
+/// summaries that drop contexts, a tree only some ranks have, and a job of
+/// one part.
+#[test]
+fn implicit_spreads_give_the_job_written_out_ones_give() {
+    let parts = |n: u32, explicit: bool| -> Vec<Profile> {
+        (0..n)
+            .map(|r| {
+                let mut rng = Rng(7 + u64::from(r));
+                let mut c = collector(0.01, false);
+                let mut truth = Truth::new();
+                for _ in 0..60 {
+                    let leaf = 0x500 + rng.below(40 + 10 * u64::from(r));
+                    let n = 1 + rng.below(20);
+                    feed(
+                        &mut c,
+                        &[leaf, 0x420, 0x410 + u64::from(r % 2)],
+                        n,
+                        8 * n,
+                        &mut truth,
+                    );
+                }
+                let mut p = rank_profile(&c, r + 3, n, 0.01, false);
+                if r % 3 == 1 {
+                    // A tree of the MPI side's kind, on some ranks only.
+                    let mut m = snapshot(&c);
+                    m.name = "mpi".into();
+                    p.trees.push(m);
+                }
+                let mut p = job::as_job_part(p, r + 3);
+                for t in &mut p.trees {
+                    assert!(t.spread.is_empty(), "a rank's part holds no spreads");
+                    if explicit {
+                        t.spread = t
+                            .nodes
+                            .iter()
+                            .map(|x| job::single_spread(x, r + 3))
+                            .collect();
+                    }
+                }
+                p
+            })
+            .collect()
+    };
+    for n in [1u32, 2, 3, 5] {
+        let cap = 20;
+        let (mut implicit, _) = job::merge_all(parts(n, false), cap).unwrap();
+        let (mut explicit, _) = job::merge_all(parts(n, true), cap).unwrap();
+        job::finish(&mut implicit, n);
+        job::finish(&mut explicit, n);
+        for t in &implicit.trees {
+            assert_eq!(t.spread.len(), t.nodes.len(), "{n} ranks, tree {}", t.name);
+        }
+        assert!(implicit.trees.iter().any(|t| t.name == "mpi") == (n >= 2));
+        assert_eq!(implicit, explicit, "{n} ranks");
+        // Every context's spread counts the ranks that hold it, by rank.
+        let t = &implicit.trees[0];
+        for (i, x) in t.nodes.iter().enumerate() {
+            let s = t.spread[i].count;
+            if matches!(x.key, FrameKey::Kind(_)) {
+                assert!(
+                    s.present >= 1 && s.present <= n && s.sum <= x.count,
+                    "{n}: {s:?} {x:?}"
+                );
+                assert!((3..3 + n).contains(&s.max_rank));
+            } else {
+                assert_eq!(s.present, 0);
+            }
+        }
+    }
+}
