@@ -16,6 +16,18 @@ use crate::ptr_table::{Block, NoRoom, PtrTable};
 use crate::reservoir::Reservoir;
 use crate::series::{Bins, BASE_BIN_NS};
 
+/// An event [`Collector::on_repeats`] can repeat: its kind, bytes and the
+/// item node of its context in one tree.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Repeatable {
+    /// The tree's identity ([`Hcct::id`]).
+    tree: u64,
+    /// The item node and its generation.
+    leaf: (u32, u32),
+    pub kind: u16,
+    pub bytes: u64,
+}
+
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct CollectorConfig {
     /// Hotness threshold (used by queries; kept for reference).
@@ -215,10 +227,41 @@ impl Collector {
         unchanged: usize,
         bytes: u64,
         _t_ns: u64,
-    ) {
+    ) -> Option<Repeatable> {
         self.count_call(kind, bytes);
-        self.hcct
-            .record(cur, frames, unchanged, kind as u64, bytes, self.heap.epoch);
+        let leaf = self
+            .hcct
+            .record(cur, frames, unchanged, kind as u64, bytes, self.heap.epoch)?;
+        Some(Repeatable {
+            tree: self.hcct.id(),
+            leaf,
+            kind,
+            bytes,
+        })
+    }
+
+    /// `n` more calls exactly like the event that returned `what` (same
+    /// kind, bytes and context), recorded at once: the tracer folds a
+    /// call repeated from one place (an `MPI_Test` polling loop) into one
+    /// record. Totals count each call. Should the context have left the
+    /// tree (or `what` come from another one), the calls go to the
+    /// untraced context of their kind, counted all the same.
+    pub fn on_repeats(&mut self, what: &Repeatable, n: u64) {
+        if n == 0 {
+            return;
+        }
+        let bytes = what.bytes.saturating_mul(n);
+        self.add_totals(what.kind, n, bytes);
+        let epoch = self.heap.epoch;
+        let held = what.tree == self.hcct.id()
+            && self
+                .hcct
+                .repeat(what.leaf, what.kind as u64, n, bytes, epoch);
+        if !held {
+            self.untraced = self.untraced.saturating_add(n);
+            let key = UNTRACED_KIND as u64 + what.kind as u64;
+            self.hcct.record_at_root_n(key, n, bytes, epoch);
+        }
     }
 
     /// A non-allocation event whose stack could not be captured.
@@ -309,8 +352,13 @@ impl Collector {
 
     /// An MPI call at `t_ns` (ns since tracer start), for the time series.
     pub fn record_mpi_event(&mut self, t_ns: u64) {
+        self.record_mpi_events(t_ns, 1);
+    }
+
+    /// `n` MPI calls, all counted at `t_ns`.
+    pub fn record_mpi_events(&mut self, t_ns: u64, n: u64) {
         if let Some(s) = &mut self.series {
-            s.on_mpi(t_ns, self.heap.live);
+            s.on_mpi(t_ns, self.heap.live, n);
         }
     }
 
@@ -438,6 +486,81 @@ impl Collector {
 mod tests {
     use super::*;
     use crate::ptr_table::refuse_shards_over;
+
+    fn bounded(epsilon: f64) -> Collector {
+        Collector::new(CollectorConfig {
+            phi: 5.0 * epsilon,
+            epsilon,
+            exact: false,
+            n_kinds: 40,
+        })
+    }
+
+    /// A run of one call repeated from one place, recorded as its first
+    /// call and then [`Collector::on_repeats`] of the rest, gives the
+    /// profile recording every call gives: same totals, same tree with the
+    /// same estimates and errors, in a bounded summary that evicts.
+    #[test]
+    fn repeats_folded_into_one_record_give_every_call_recorded() {
+        let mut rng = 0x9E37_79B9_7F4A_7C15u64;
+        let mut next = move |n: u64| {
+            rng ^= rng << 13;
+            rng ^= rng >> 7;
+            rng ^= rng << 17;
+            rng % n
+        };
+        let (mut each, mut folded) = (bounded(0.02), bounded(0.02));
+        let (mut c1, mut c2) = (Cursor::new(), Cursor::new());
+        for _ in 0..3000 {
+            let site = next(120);
+            let frames = [0x7000 + site, 0x6000 + site % 7, 0x5000];
+            let kind = 20 + (site % 3) as u16;
+            let bytes = if kind == 20 { 0 } else { 8 * (site % 5) };
+            let run = 1 + next(30);
+            for _ in 0..run {
+                each.on_event(&mut c1, kind, &frames, 0, bytes, 0);
+            }
+            let what = folded.on_event(&mut c2, kind, &frames, 0, bytes, 0);
+            folded.on_repeats(&what.expect("held"), run - 1);
+        }
+        assert_eq!(each.totals(), folded.totals());
+        let (a, b) = (snapshot(&each), snapshot(&folded));
+        assert_eq!(a, b);
+        assert!(each.hcct.stream().0 > 30_000);
+        assert_eq!(each.hcct.stream(), folded.hcct.stream());
+        assert_eq!(folded.untraced_events(), 0);
+    }
+
+    /// Repeats of an event whose context is no longer in the tree (another
+    /// tree's, after the report replaced the collectors) still count, in
+    /// the untraced context of their kind.
+    #[test]
+    fn repeats_of_a_context_gone_are_counted_untraced() {
+        let mut c = bounded(0.02);
+        let mut cur = Cursor::new();
+        let what = c.on_event(&mut cur, 21, &[0x10, 0x20], 0, 4, 0).unwrap();
+        let mut other = bounded(0.02);
+        other.on_repeats(&what, 7);
+        assert_eq!(other.totals()[21], (7, 28));
+        assert_eq!(other.untraced_events(), 7);
+        let t = snapshot(&other);
+        let n = t
+            .nodes
+            .iter()
+            .find(|n| n.key == FrameKey::Kind(UNTRACED_KIND + 21))
+            .expect("the untraced context");
+        assert_eq!((n.count, n.bytes, n.parent), (7, 28, 0));
+        // In its own tree they go to the context.
+        c.on_repeats(&what, 7);
+        assert_eq!(c.totals()[21], (8, 32));
+        assert_eq!(c.untraced_events(), 0);
+        c.on_repeats(&what, 0);
+        assert_eq!(c.totals()[21], (8, 32));
+    }
+
+    fn snapshot(c: &Collector) -> wmhcct_format::Tree {
+        c.snapshot_tree("t", &mut wmhcct_format::FrameKey::Unknown)
+    }
 
     /// The live-block table cannot grow (memory exhausted) and fills up:
     /// every call still counts in the totals and its context, the blocks

@@ -186,7 +186,7 @@ impl Hcct {
         if let Some((l, g)) = old {
             if start == n && cur.levels == n && self.tree.get(l).is_some_and(|x| x.key == item_key)
             {
-                self.update(l, bytes, epoch);
+                self.update(l, 1, bytes, epoch);
                 return Some((l, g));
             }
         }
@@ -246,9 +246,9 @@ impl Hcct {
             cur.clear();
         }
         if let Some((l, _)) = result {
-            self.update(l, bytes, epoch);
+            self.update(l, 1, bytes, epoch);
         } else {
-            self.count_stream(bytes);
+            self.count_stream(1, bytes);
         }
         if let Some((l, g)) = old {
             self.unpin(l, g, epoch);
@@ -262,45 +262,87 @@ impl Hcct {
 
     /// Records one event of the context `root → item_key` (no cursor).
     pub fn record_at_root(&mut self, item_key: u64, bytes: u64, epoch: u64) -> Option<(u32, u32)> {
+        self.record_at_root_n(item_key, 1, bytes, epoch)
+    }
+
+    /// Records `count` events of `bytes` bytes in all of the context
+    /// `root → item_key` (no cursor).
+    pub fn record_at_root_n(
+        &mut self,
+        item_key: u64,
+        count: u64,
+        bytes: u64,
+        epoch: u64,
+    ) -> Option<(u32, u32)> {
         let Some(l) = self.tree.child(ROOT, item_key, true) else {
-            self.count_stream(bytes);
+            self.count_stream(count, bytes);
             return None;
         };
         let gen = self.tree.get(l)?.gen;
-        self.update(l, bytes, epoch);
-        // Weight 1 always leaves the item monitored for count, so it survives.
+        self.update(l, count, bytes, epoch);
+        // A positive count always leaves the item monitored for count, so
+        // it survives.
         self.tree.get(l).map(|_| (l, gen))
     }
 
-    fn count_stream(&mut self, bytes: u64) {
-        self.stream[0] = self.stream[0].saturating_add(1);
+    /// Records `count` more events, of `bytes` bytes in all, of the item
+    /// node (`node`, `gen`) whose key is `item_key`, as
+    /// [`Hcct::record`] of its context would `count` times: the repeats of
+    /// one call that the tracer folds into one record. False, and nothing
+    /// recorded, when that node is no longer this tree's item.
+    pub fn repeat(
+        &mut self,
+        (node, gen): (u32, u32),
+        item_key: u64,
+        count: u64,
+        bytes: u64,
+        epoch: u64,
+    ) -> bool {
+        let held = self
+            .tree
+            .get_gen_mut(node, gen)
+            .is_some_and(|n| n.is_item() && n.key == item_key);
+        if held && count > 0 {
+            self.update(node, count, bytes, epoch);
+        }
+        held
+    }
+
+    /// This tree's identity (a cursor's `owner`): item nodes handed out by
+    /// one tree mean nothing in another.
+    pub fn id(&self) -> u64 {
+        self.id
+    }
+
+    fn count_stream(&mut self, count: u64, bytes: u64) {
+        self.stream[0] = self.stream[0].saturating_add(count);
         self.stream[1] = self.stream[1].saturating_add(bytes);
     }
 
-    /// Space-Saving update of item `item` with weights (1, bytes).
+    /// Space-Saving update of item `item` with weights (`count`, `bytes`).
     #[inline]
-    fn update(&mut self, item: u32, bytes: u64, epoch: u64) {
+    fn update(&mut self, item: u32, count: u64, bytes: u64, epoch: u64) {
         // The common case: an item monitored in both weights. Both counters
         // grow, in the node and in the queues; nothing enters or leaves.
         if let (Some(n), Some([q0, q1])) = (self.tree.get_mut(item), self.queues.as_mut()) {
             if n.slot[0] != NONE && n.slot[1] != NONE {
-                n.est[0] = n.est[0].saturating_add(1);
-                q0.add(n.slot[0], 1);
+                n.est[0] = n.est[0].saturating_add(count);
+                q0.add(n.slot[0], count);
                 n.est[1] = n.est[1].saturating_add(bytes);
                 q1.add(n.slot[1], bytes);
-                self.count_stream(bytes);
+                self.count_stream(count, bytes);
                 return;
             }
         }
-        self.update_slow(item, bytes, epoch);
+        self.update_slow(item, count, bytes, epoch);
     }
 
     /// [`Hcct::update`] of an item not monitored in both weights, or in
     /// exact mode.
     #[inline(never)]
-    fn update_slow(&mut self, item: u32, bytes: u64, epoch: u64) {
-        self.count_stream(bytes);
-        let weights = [1u64, bytes];
+    fn update_slow(&mut self, item: u32, count: u64, bytes: u64, epoch: u64) {
+        self.count_stream(count, bytes);
+        let weights = [count, bytes];
         let mut victims = [NONE; 2];
         for (w, &wt) in weights.iter().enumerate() {
             let Some(node) = self.tree.get(item) else {

@@ -30,7 +30,7 @@ pub mod reservoir;
 pub mod series;
 pub mod space_saving;
 
-pub use collector::{Collector, CollectorConfig, SeriesConfig};
+pub use collector::{Collector, CollectorConfig, Repeatable, SeriesConfig};
 pub use cursor::Cursor;
 pub use hcct::Hcct;
 pub use merge::merge_trees;

@@ -150,10 +150,10 @@ impl Bins {
         self.live_max[i] = self.live_max[i].max(before);
     }
 
-    /// An MPI call at `t_ns`, with `live` bytes live.
-    pub fn on_mpi(&mut self, t_ns: u64, live: u64) {
+    /// `n` MPI calls at `t_ns`, with `live` bytes live.
+    pub fn on_mpi(&mut self, t_ns: u64, live: u64, n: u64) {
         let i = self.advance(t_ns, live);
-        self.mpi_events[i] = self.mpi_events[i].saturating_add(1);
+        self.mpi_events[i] = self.mpi_events[i].saturating_add(n);
     }
 
     /// Memory held, bytes.
@@ -192,7 +192,7 @@ mod tests {
                         live -= s;
                     }
                 }
-                Ev::Mpi(t) => b.on_mpi(t, live),
+                Ev::Mpi(t) => b.on_mpi(t, live, 1),
             }
         }
         b
@@ -289,7 +289,7 @@ mod tests {
         b.on_alloc(40, 1, 2, 3);
         assert_eq!((b.width_ns(), b.len()), (20, 3));
         assert_eq!(b.live_max(), &[1, 2, 3]);
-        b.on_mpi(1_000_000, 3);
+        b.on_mpi(1_000_000, 3, 1);
         assert!(b.len() <= 4);
         assert_eq!(b.mpi_events().iter().sum::<u64>(), 1);
         assert_eq!(b.alloc_events().iter().sum::<u64>(), 3);

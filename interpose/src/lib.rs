@@ -33,6 +33,7 @@ mod lock;
 pub mod modules;
 #[cfg_attr(test, allow(dead_code))]
 mod mpi;
+mod mpi_repeats;
 mod mpi_side;
 mod mpi_table;
 mod next_alloc;

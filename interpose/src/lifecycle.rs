@@ -63,6 +63,9 @@ extern "C" fn after_fork_child() {
                 p.set_active(false);
             }
         }
+        // MPI calls the parent's threads folded and had not recorded yet
+        // are the parent's to record.
+        tracer::lock_ordered(t).repeats.forget_pending();
         // The child keeps tracing (its report starts with the parent's
         // history up to the fork) and writes under its own pid.
         t.descendant.store(true, Ordering::Release);

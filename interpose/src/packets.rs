@@ -493,6 +493,7 @@ mod tests {
             records: Vec::new(),
             generation: (0, 0),
             cursors: CursorAccess::new(),
+            repeats: Default::default(),
             snapshot_at: u64::MAX,
         }
     }

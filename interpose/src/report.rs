@@ -249,6 +249,7 @@ pub fn take(g: &Guard, t: &Tracer, reason: &str) -> Option<Profile> {
     if !tracer::finish() {
         return None;
     }
+    tracer::apply_all_repeats(t, &mut ordered);
     let profile = build(t, &ordered, reason);
     let untracked = ordered.collector.untracked_blocks();
     if untracked > 0 {
@@ -690,6 +691,7 @@ pub fn snapshot_if_due(t: &Tracer, core: &mut Core) {
         return;
     }
     core.snapshot_at = live.saturating_add(live / 2);
+    tracer::apply_all_repeats(t, core);
     let bytes = match wmhcct_format::encode(&build(t, core, "snapshot")) {
         Ok(b) => b,
         Err(e) => {

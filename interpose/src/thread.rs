@@ -77,6 +77,8 @@ pub struct ThreadState {
     pub replayed: u64,
     /// Cursor into the MPI tree.
     pub mpi_cursor: Cursor,
+    /// Repeats of the thread's latest MPI call, folded into it.
+    pub mpi_fold: crate::mpi_repeats::Fold,
     /// Return addresses of the current stack, leaf first, root-anchored
     /// like the unwinder's frames.
     pub frames: RootAnchored<u64>,
@@ -129,6 +131,7 @@ impl ThreadState {
             cursor: CursorCell::new(cfg.max_depth),
             replayed: 0,
             mpi_cursor: Cursor::default(),
+            mpi_fold: Default::default(),
             frames: RootAnchored::with_capacity(cfg.max_depth + 1),
             captures: 0,
             frames_of: 0,
@@ -158,10 +161,12 @@ impl ThreadState {
     /// Statistics since the last call, to add to the process totals.
     pub fn take_stats_delta(&mut self) -> UnwindStats {
         let now = self.unwinder.stats().clone();
+        // A folded MPI call stands for a capture that reused every frame.
+        let (folded, reused) = self.mpi_fold.take_counts();
         let d = UnwindStats {
-            events: now.events - self.reported.events,
+            events: now.events - self.reported.events + folded,
             frames_unwound: now.frames_unwound - self.reported.frames_unwound,
-            frames_reused: now.frames_reused - self.reported.frames_reused,
+            frames_reused: now.frames_reused - self.reported.frames_reused + reused,
             validated: now.validated - self.reported.validated,
             correct: now.correct - self.reported.correct,
             reseeds: now.reseeds - self.reported.reseeds,

@@ -40,6 +40,9 @@ pub struct Core {
     pub generation: (u64, u64),
     /// Reaches the threads' allocation cursors (`thread::CursorCell`).
     pub cursors: CursorAccess,
+    /// Each thread's MPI calls folded into its previous one, not yet
+    /// recorded (`mpi_repeats`).
+    pub repeats: crate::mpi_repeats::Repeats,
     /// Live heap at which the next snapshot is taken (`report::snapshot_if_due`;
     /// `u64::MAX`: none).
     pub snapshot_at: u64,
@@ -272,6 +275,7 @@ fn init() -> Tracer {
             records,
             generation: modules::generation(),
             cursors: CursorAccess::new(),
+            repeats: Default::default(),
             snapshot_at: config.snapshot_from,
         }),
         packets: (placement == CollectorPlacement::Thread).then(Packets::new),
@@ -749,11 +753,30 @@ fn is_temporary(g: &Guard, ptr: u64) -> bool {
 /// An MPI call of `kind` (index into `MPI_KINDS`) moving `bytes`.
 pub fn on_mpi(g: &Guard, kind: usize, bytes: u64) {
     let Some(t) = get(g) else { return };
-    let now = event_ns(g, t);
     let regs = current_regs();
+    let match_frames = crate::mpi_repeats::frames_to_match(t.config.unwind);
+    if match_frames.is_some() {
+        // A repeat of the thread's previous MPI call: counted, no more.
+        let ts = thread_state(g, t);
+        if ts.stack.holds(regs.sp) {
+            let mut stack = ts.stack.reader(regs.sp);
+            if ts
+                .mpi_fold
+                .try_fold(kind as u16, bytes, regs.sp, |a| stack.read_word(a).ok())
+            {
+                return;
+            }
+        }
+    }
+    let now = event_ns(g, t);
     with_capture(g, t, now, regs, |core, ts, unchanged, stamp| {
+        // The calls folded into the thread's previous one go first.
+        let slot = ts.mpi_fold.entry(&mut core.repeats);
+        if let Some((what, n)) = core.repeats.take(slot) {
+            apply_repeats(core, &what, n, now);
+        }
         ts.mpi_cursor.stamp_next(stamp);
-        core.mpi.on_event(
+        let what = core.mpi.on_event(
             &mut ts.mpi_cursor,
             kind as u16,
             ts.frames.as_slice(),
@@ -762,6 +785,30 @@ pub fn on_mpi(g: &Guard, kind: usize, bytes: u64) {
             now,
         );
         core.collector.record_mpi_event(now);
+        core.repeats.set(slot, what);
+        ts.mpi_fold
+            .arm(what.as_ref(), match_frames, ts.unwinder.frames(), regs.sp);
+    });
+}
+
+/// `n` MPI calls repeating `what`, folded by their thread, recorded at `now`.
+fn apply_repeats(core: &mut Core, what: &wmhcct_collector::Repeatable, n: u64, now: u64) {
+    core.mpi.on_repeats(what, n);
+    core.collector.record_mpi_events(now, n);
+}
+
+/// Record every thread's folded MPI calls (before a profile is built).
+pub fn apply_all_repeats(t: &Tracer, core: &mut Core) {
+    let now = now_mono_ns().saturating_sub(t.start_mono_ns);
+    let Core {
+        repeats,
+        mpi,
+        collector,
+        ..
+    } = core;
+    repeats.take_all(|what, n| {
+        mpi.on_repeats(what, n);
+        collector.record_mpi_events(now, n);
     });
 }
 
@@ -889,13 +936,19 @@ pub fn thread_exit(mut ts: Box<ThreadState>) {
         let mut core = lock_ordered(t);
         add_stats(&mut core.unwind, &d);
         let Core {
-            collector,
-            mpi,
-            cursors,
-            ..
+            collector, cursors, ..
         } = &mut *core;
         collector.release_cursor(&mut ts.cursor.get(cursors).cursor);
-        mpi.release_cursor(&mut ts.mpi_cursor);
+        // The thread's last folded MPI calls, while their context is pinned.
+        if let Some((what, n)) = ts
+            .mpi_fold
+            .registered()
+            .and_then(|i| core.repeats.unregister(i))
+        {
+            let now = now_mono_ns().saturating_sub(t.start_mono_ns);
+            apply_repeats(&mut core, &what, n, now);
+        }
+        core.mpi.release_cursor(&mut ts.mpi_cursor);
     }
 }
 
