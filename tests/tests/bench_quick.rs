@@ -41,6 +41,35 @@ fn quick_benchmark_harness_runs_and_prints_its_tables() {
     );
 }
 
+/// `benches/mpi_poll.py --quick`: the MPI polling benchmark keeps working
+/// (every mode's run exits 0 and prints its figures). No performance
+/// assertion.
+#[test]
+fn quick_mpi_polling_benchmark_runs_and_prints_its_table() {
+    let dir = WorkDir::new("bench-mpi-poll");
+    let yes = std::ffi::OsStr::new("1");
+    let out = run_quick_bench(
+        "mpi_poll.py",
+        &dir.path,
+        &[
+            ("OMPI_ALLOW_RUN_AS_ROOT", yes),
+            ("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", yes),
+        ],
+        Duration::from_secs(300),
+    );
+    assert_stdout_has(
+        &out,
+        &[
+            "## MPI polling: mpirun -np 2",
+            "| mode | MPI_Test ns per call |",
+            "| native |",
+            "| none |",
+            "| second |",
+            "| full |",
+        ],
+    );
+}
+
 #[test]
 fn unknown_benchmark_names_are_refused_with_the_accepted_ones() {
     let dir = WorkDir::new("bench-args");
