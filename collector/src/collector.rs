@@ -240,6 +240,21 @@ impl Collector {
         })
     }
 
+    /// Keeps the context of `what` in the tree (for its repeats) until
+    /// [`Collector::let_go`].
+    pub fn hold(&mut self, what: &Repeatable) {
+        if what.tree == self.hcct.id() {
+            self.hcct.hold(what.leaf);
+        }
+    }
+
+    /// Ends a [`Collector::hold`] of `what`.
+    pub fn let_go(&mut self, what: &Repeatable) {
+        if what.tree == self.hcct.id() {
+            self.hcct.let_go(what.leaf, self.heap.epoch);
+        }
+    }
+
     /// `n` more calls exactly like the event that returned `what` (same
     /// kind, bytes and context), recorded at once: the tracer folds a
     /// call repeated from one place (an `MPI_Test` polling loop) into one
@@ -556,6 +571,41 @@ mod tests {
         assert_eq!(c.untraced_events(), 0);
         c.on_repeats(&what, 0);
         assert_eq!(c.totals()[21], (8, 32));
+    }
+
+    /// A held context stays in the tree, through evictions, for the
+    /// repeats folded into it; let go, it is pruned like any other, and its
+    /// later repeats count as untraced.
+    #[test]
+    fn a_held_context_keeps_its_repeats() {
+        let mut c = bounded(0.02);
+        let mut cur = Cursor::new();
+        let what = c.on_event(&mut cur, 21, &[0x10, 0x20], 0, 0, 0).unwrap();
+        c.hold(&what);
+        let flood = |c: &mut Collector, cur: &mut Cursor| {
+            for i in 0..2000u64 {
+                for _ in 0..3 {
+                    c.on_event(cur, 22, &[0x9000 + i, 0x20], 0, 0, 0);
+                }
+            }
+        };
+        flood(&mut c, &mut cur);
+        c.on_repeats(&what, 5);
+        assert_eq!(c.untraced_events(), 0);
+        let t = snapshot(&c);
+        let held = t
+            .nodes
+            .iter()
+            .filter(|n| n.key == FrameKey::Kind(21))
+            .map(|n| n.count)
+            .collect::<Vec<_>>();
+        assert_eq!(held.len(), 1, "{held:?}");
+        assert!(held[0] >= 6, "{held:?}");
+        c.let_go(&what);
+        flood(&mut c, &mut cur);
+        c.on_repeats(&what, 5);
+        assert_eq!(c.untraced_events(), 5);
+        assert_eq!(c.totals()[21], (11, 0));
     }
 
     fn snapshot(c: &Collector) -> wmhcct_format::Tree {

@@ -314,6 +314,24 @@ impl Hcct {
         self.id
     }
 
+    /// Keeps the item node (`node`, `gen`) in the tree until
+    /// [`Hcct::let_go`], as a cursor's leaf is kept (a pruned item's
+    /// repeats could not be counted in its context). False when it is gone.
+    pub fn hold(&mut self, (node, gen): (u32, u32)) -> bool {
+        match self.tree.get_gen_mut(node, gen) {
+            Some(n) if n.is_item() => {
+                n.pins = n.pins.saturating_add(1);
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// Ends a [`Hcct::hold`]: the node may be pruned again.
+    pub fn let_go(&mut self, (node, gen): (u32, u32), epoch: u64) {
+        self.unpin(node, gen, epoch);
+    }
+
     fn count_stream(&mut self, count: u64, bytes: u64) {
         self.stream[0] = self.stream[0].saturating_add(count);
         self.stream[1] = self.stream[1].saturating_add(bytes);

@@ -6,11 +6,13 @@
 //! by one (the clock, the stack, the collector lock, the tree) each cost
 //! ~80 ns more: HPCC's MPIRandomAccess, which makes ~30 million of them per
 //! rank, ran at less than half its native rate. Now a thread's call that
-//! repeats its previous MPI call (same routine, same bytes, same context)
-//! only counts itself in a counter of the thread's; the calls are added to
-//! the report, in totals and in their context, when the thread next records
-//! an MPI call, when it exits, and when a profile is taken (every thread's
-//! counter, from the registry in the core: [`Repeats`]).
+//! repeats one of its [`WAYS`] latest recorded MPI calls (same routine, same
+//! bytes, same context) only counts itself in a counter of that call's;
+//! the calls are added to the report, in totals and in their context, when
+//! the thread next records an MPI call, when it exits, and when a profile
+//! is taken (every thread's counters, from the registry in the core:
+//! [`Repeats`]). The contexts stay in the tree while their calls may fold
+//! (held as a cursor's leaf is).
 //!
 //! "Same context" is the unwinder's own test, made without unwinding: the
 //! heuristic (`second`) takes a stack as unchanged when its two innermost
@@ -47,9 +49,14 @@ pub fn frames_to_match(mode: UnwindMode) -> Option<usize> {
     }
 }
 
-/// What a thread's next MPI call must be to fold into the previous one.
-#[derive(Clone, Copy, Debug)]
-struct Armed {
+/// Recent MPI calls of a thread that a call may repeat: a progress loop
+/// often tests two or three requests in turn, from as many call sites
+/// (HPCC's MPIRandomAccess: `MPI_Testany` four times for one `MPI_Test`).
+pub const WAYS: usize = 4;
+
+/// What a call must be to fold into one of the thread's recent calls.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Signature {
     kind: u16,
     bytes: u64,
     /// The stack pointer at the check (none when no frame is checked).
@@ -57,27 +64,44 @@ struct Armed {
     /// The innermost program frames, leaf first; `matched` of them count.
     frames: [Frame; 2],
     matched: usize,
-    /// Frames of the stack (the reused frames a fold stands for).
+}
+
+/// One recent call, its repeats counted in a slot of [`Repeats`].
+#[derive(Debug)]
+struct Way {
+    sig: Signature,
+    /// What the slot's calls repeat (held in its tree while armed).
+    what: Repeatable,
+    /// Frames of its stack (the reused frames a fold stands for).
     depth: u64,
     /// Calls that may still fold before one is recorded.
     left: u32,
+    slot: u32,
+    pending: Arc<AtomicU64>,
 }
 
 /// A thread's folding state (in its `ThreadState`).
 #[derive(Debug, Default)]
 pub struct Fold {
-    armed: Option<Armed>,
-    /// The thread's entry in [`Repeats`], and its count of folded calls.
-    entry: Option<(u32, Arc<AtomicU64>)>,
+    ways: [Option<Way>; WAYS],
+    /// The way the next new call replaces once all are in use.
+    next: usize,
     /// Folded calls and the frames they reused, not yet in the thread's
     /// unwind statistics.
     events: u64,
     frames: u64,
 }
 
+/// Contexts to hold and let go in the MPI tree after [`Fold::arm`].
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct Rearm {
+    pub let_go: Option<Repeatable>,
+    pub hold: Option<Repeatable>,
+}
+
 impl Fold {
     /// Folds the call (routine `kind`, `bytes`, the check at stack pointer
-    /// `sp`) into the thread's previous one if it repeats it; `read` reads a
+    /// `sp`) into the thread's recent call it repeats, if any; `read` reads a
     /// word of the thread's stack (`None`: not readable).
     #[inline]
     pub fn try_fold(
@@ -87,72 +111,127 @@ impl Fold {
         sp: u64,
         mut read: impl FnMut(u64) -> Option<u64>,
     ) -> bool {
-        let (Some(a), Some((_, pending))) = (self.armed.as_mut(), self.entry.as_ref()) else {
-            return false;
-        };
-        if a.kind != kind || a.bytes != bytes || a.left == 0 || a.sp.is_some_and(|s| s != sp) {
-            return false;
+        for w in self.ways.iter_mut().flatten() {
+            let s = &w.sig;
+            if s.kind != kind || s.bytes != bytes || s.sp.is_some_and(|x| x != sp) {
+                continue;
+            }
+            // A return address lies just below its frame's stack height (the
+            // caller-side stack pointer, where the call pushed it).
+            let same = s.frames[..s.matched]
+                .iter()
+                .all(|f| read(f.sp.wrapping_sub(8)) == Some(f.ra));
+            if !same {
+                continue;
+            }
+            if w.left == 0 {
+                // Recorded in full, then armed again.
+                return false;
+            }
+            w.left -= 1;
+            w.pending.fetch_add(1, Ordering::Relaxed);
+            self.events += 1;
+            self.frames += w.depth;
+            return true;
         }
-        // A return address lies just below its frame's stack height (the
-        // caller-side stack pointer, where the call pushed it).
-        let same = a.frames[..a.matched]
-            .iter()
-            .all(|f| read(f.sp.wrapping_sub(8)) == Some(f.ra));
-        if !same {
-            return false;
+        false
+    }
+
+    /// Calls this thread folded and did not record yet, taken from
+    /// `repeats` (under the core lock), with what each repeats.
+    pub fn take_pending(&self, repeats: &mut Repeats, mut f: impl FnMut(&Repeatable, u64)) {
+        for w in self.ways.iter().flatten() {
+            if let Some((what, n)) = repeats.take(w.slot) {
+                f(&what, n);
+            }
         }
-        a.left -= 1;
-        pending.fetch_add(1, Ordering::Relaxed);
-        self.events += 1;
-        self.frames += a.depth;
-        true
     }
 
     /// After a call was recorded, with `what` its event (`None`: it cannot
     /// be repeated), `frames` the program's frames of its stack (leaf first)
-    /// and `sp` the stack pointer at the check: arm for its repeats.
-    /// `matched`: [`frames_to_match`] of the unwind mode.
+    /// and `sp` the stack pointer at the check: arm a way for its repeats
+    /// (the one of the same call, else a free one, else the next in turn).
+    /// `matched`: [`frames_to_match`] of the unwind mode. The thread's
+    /// folded calls must have been taken first ([`Fold::take_pending`]).
     pub fn arm(
         &mut self,
-        what: Option<&Repeatable>,
+        repeats: &mut Repeats,
+        what: Option<Repeatable>,
         matched: Option<usize>,
         frames: &[Frame],
         sp: u64,
-    ) {
-        self.armed = match (what, matched) {
-            (Some(w), Some(m)) if m == 0 || !frames.is_empty() => {
-                let matched = m.min(frames.len());
-                let mut fs = [Frame::default(); 2];
-                fs[..matched].copy_from_slice(&frames[..matched]);
-                Some(Armed {
-                    kind: w.kind,
-                    bytes: w.bytes,
-                    sp: (matched > 0).then_some(sp),
-                    frames: fs,
-                    matched,
-                    depth: frames.len() as u64,
-                    left: MAX_FOLDED,
-                })
-            }
-            _ => None,
+    ) -> Rearm {
+        let (Some(what), Some(m)) = (what, matched) else {
+            return Rearm::default();
         };
-    }
-
-    /// The thread's entry in `repeats`, registered on first use.
-    pub fn entry(&mut self, repeats: &mut Repeats) -> u32 {
-        match &self.entry {
-            Some((i, _)) => *i,
+        if m > 0 && frames.is_empty() {
+            return Rearm::default();
+        }
+        let matched = m.min(frames.len());
+        let mut fs = [Frame::default(); 2];
+        fs[..matched].copy_from_slice(&frames[..matched]);
+        let sig = Signature {
+            kind: what.kind,
+            bytes: what.bytes,
+            sp: (matched > 0).then_some(sp),
+            frames: fs,
+            matched,
+        };
+        let depth = frames.len() as u64;
+        let at = match self
+            .ways
+            .iter()
+            .position(|w| w.as_ref().is_some_and(|w| w.sig == sig))
+        {
+            Some(i) => i,
+            None => match self.ways.iter().position(Option::is_none) {
+                Some(i) => i,
+                None => {
+                    let i = self.next;
+                    self.next = (i + 1) % WAYS;
+                    i
+                }
+            },
+        };
+        let (slot, pending, old) = match self.ways[at].take() {
+            Some(w) => (w.slot, w.pending, Some(w.what)),
             None => {
-                let (i, pending) = repeats.register();
-                self.entry = Some((i, pending));
-                i
+                let (slot, pending) = repeats.register();
+                (slot, pending, None)
             }
+        };
+        repeats.set(slot, Some(what));
+        self.ways[at] = Some(Way {
+            sig,
+            what,
+            depth,
+            left: MAX_FOLDED,
+            slot,
+            pending,
+        });
+        match old {
+            Some(o) if o == what => Rearm::default(),
+            _ => Rearm {
+                let_go: old,
+                hold: Some(what),
+            },
         }
     }
 
-    /// The thread's entry, if it has one (its exit unregisters it).
-    pub fn registered(&self) -> Option<u32> {
-        self.entry.as_ref().map(|(i, _)| *i)
+    /// The thread exits: its slots freed, with their last folded calls
+    /// (`f`), and the contexts it held (`let_go`).
+    pub fn release(
+        &mut self,
+        repeats: &mut Repeats,
+        mut f: impl FnMut(&Repeatable, u64),
+        mut let_go: impl FnMut(&Repeatable),
+    ) {
+        for w in self.ways.iter_mut().filter_map(Option::take) {
+            if let Some((what, n)) = repeats.unregister(w.slot) {
+                f(&what, n);
+            }
+            let_go(&w.what);
+        }
     }
 
     /// Folded calls and the frames they reused since the last call.
@@ -164,18 +243,19 @@ impl Fold {
     }
 }
 
-/// One thread's folded calls.
+/// The folded calls of one way of a thread.
 #[derive(Debug)]
 struct Slot {
     /// Calls folded since they were last taken (the thread adds, whoever
     /// holds the core lock takes).
     pending: Arc<AtomicU64>,
-    /// What they repeat: the thread's latest recorded MPI call (set under
-    /// the core lock).
+    /// What they repeat: the recorded MPI call the way was armed with (set
+    /// under the core lock).
     what: Option<Repeatable>,
 }
 
-/// Every thread's folded calls (in the core, under its lock).
+/// Every thread's folded calls, a slot per way (in the core, under its
+/// lock).
 #[derive(Debug, Default)]
 pub struct Repeats {
     slots: Vec<Slot>,
@@ -204,14 +284,14 @@ impl Repeats {
 
     /// The calls slot `i` folded since they were last taken, with what
     /// they repeat (`None` when there are none).
-    pub fn take(&mut self, i: u32) -> Option<(Repeatable, u64)> {
+    fn take(&mut self, i: u32) -> Option<(Repeatable, u64)> {
         let s = self.slots.get(i as usize)?;
         let n = s.pending.swap(0, Ordering::Relaxed);
         s.what.filter(|_| n > 0).map(|w| (w, n))
     }
 
     /// Slot `i` now repeats `what` (its earlier calls taken first).
-    pub fn set(&mut self, i: u32, what: Option<Repeatable>) {
+    fn set(&mut self, i: u32, what: Option<Repeatable>) {
         if let Some(s) = self.slots.get_mut(i as usize) {
             s.what = what;
         }
@@ -219,7 +299,7 @@ impl Repeats {
 
     /// The thread of slot `i` exits: its last folded calls, and the slot
     /// freed.
-    pub fn unregister(&mut self, i: u32) -> Option<(Repeatable, u64)> {
+    fn unregister(&mut self, i: u32) -> Option<(Repeatable, u64)> {
         let taken = self.take(i);
         if let Some(s) = self.slots.get_mut(i as usize) {
             s.what = None;
@@ -271,50 +351,66 @@ mod tests {
         }
     }
 
-    fn recorded(kind: u16, bytes: u64) -> (Collector, Repeatable) {
+    /// `n` recorded calls of routine `kind`, each from its own place.
+    fn recorded(kind: u16, bytes: u64, n: u64) -> (Collector, Vec<Repeatable>) {
         let mut c = Collector::new(CollectorConfig {
             phi: 0.01,
             epsilon: 0.002,
             exact: false,
             n_kinds: 40,
         });
-        let w = c
-            .on_event(&mut Cursor::new(), kind, &[0x10, 0x20], 0, bytes, 0)
-            .unwrap();
+        let mut cur = Cursor::new();
+        let w = (0..n)
+            .map(|i| {
+                c.on_event(&mut cur, kind, &[0x10 + i, 0x20], 0, bytes, 0)
+                    .unwrap()
+            })
+            .collect();
         (c, w)
     }
 
-    fn armed(mode: UnwindMode, w: &Repeatable, frames: &[Frame], sp: u64) -> (Fold, Repeats, u32) {
-        let mut r = Repeats::default();
-        let mut f = Fold::default();
-        let i = f.entry(&mut r);
-        r.set(i, Some(*w));
-        f.arm(Some(w), frames_to_match(mode), frames, sp);
-        (f, r, i)
+    fn stack_a() -> (Stack, Vec<Frame>) {
+        Stack::with(&[(0x401000, 0x7000), (0x402000, 0x7100), (0x403000, 0x7200)])
     }
 
     #[test]
     fn a_repeat_folds_and_is_taken_with_what_it_repeats() {
-        let (_, w) = recorded(12, 0);
-        let (st, fs) = Stack::with(&[(0x401000, 0x7000), (0x402000, 0x7100), (0x403000, 0x7200)]);
-        let (mut f, mut r, i) = armed(UnwindMode::Second, &w, &fs, 0x6000);
+        let (_, w) = recorded(12, 0, 1);
+        let (st, fs) = stack_a();
+        let (mut f, mut r) = (Fold::default(), Repeats::default());
+        let arm = f.arm(
+            &mut r,
+            Some(w[0]),
+            frames_to_match(UnwindMode::Second),
+            &fs,
+            0x6000,
+        );
+        assert_eq!(
+            arm,
+            Rearm {
+                let_go: None,
+                hold: Some(w[0])
+            }
+        );
         for _ in 0..10 {
             assert!(f.try_fold(12, 0, 0x6000, st.read()));
         }
-        assert_eq!(r.take(i), Some((w, 10)));
-        assert_eq!(r.take(i), None);
+        let mut taken = Vec::new();
+        f.take_pending(&mut r, |x, n| taken.push((*x, n)));
+        assert_eq!(taken, [(w[0], 10)]);
+        f.take_pending(&mut r, |_, _| panic!("taken twice"));
         assert_eq!(f.take_counts(), (10, 30));
         assert_eq!(f.take_counts(), (0, 0));
     }
 
     #[test]
     fn a_different_call_place_or_height_does_not_fold() {
-        let (_, w) = recorded(12, 0);
+        let (_, w) = recorded(12, 0, 1);
         let frames = [(0x401000, 0x7000), (0x402000, 0x7100)];
-        let (_, fs) = Stack::with(&frames);
-        let (mut f, mut r, i) = armed(UnwindMode::Second, &w, &fs, 0x6000);
+        let (st, fs) = Stack::with(&frames);
+        let (mut f, mut r) = (Fold::default(), Repeats::default());
+        f.arm(&mut r, Some(w[0]), Some(2), &fs, 0x6000);
         // Another routine, other bytes, another height of the check.
-        let (st, _) = Stack::with(&frames);
         assert!(!f.try_fold(13, 0, 0x6000, st.read()));
         assert!(!f.try_fold(12, 4, 0x6000, st.read()));
         assert!(!f.try_fold(12, 0, 0x5ff0, st.read()));
@@ -322,61 +418,128 @@ mod tests {
         // return address differs (what `first` cannot tell apart).
         let (other, _) = Stack::with(&[(0x401000, 0x7000), (0x402222, 0x7100)]);
         assert!(!f.try_fold(12, 0, 0x6000, other.read()));
-        let (mut first, _, _) = armed(UnwindMode::First, &w, &fs, 0x6000);
+        let mut first = Fold::default();
+        first.arm(&mut r, Some(w[0]), Some(1), &fs, 0x6000);
         assert!(first.try_fold(12, 0, 0x6000, other.read()));
         // Another call site in the same function.
         let (site, _) = Stack::with(&[(0x401010, 0x7000), (0x402000, 0x7100)]);
         assert!(!f.try_fold(12, 0, 0x6000, site.read()));
         // An unreadable word.
         assert!(!f.try_fold(12, 0, 0x6000, |_| None));
-        assert_eq!(r.take(i), None);
+        f.take_pending(&mut r, |_, _| panic!("nothing folded"));
+    }
+
+    /// A progress loop testing requests in turn, from several call sites:
+    /// each site's calls fold into its own record.
+    #[test]
+    fn calls_from_sites_taking_turns_fold_each_into_its_own() {
+        let (_, w) = recorded(14, 0, 3);
+        let sites: Vec<(Stack, Vec<Frame>)> = (0..3u64)
+            .map(|i| Stack::with(&[(0x401000 + 16 * i, 0x7000), (0x402000, 0x7100)]))
+            .collect();
+        let (mut f, mut r) = (Fold::default(), Repeats::default());
+        for (i, (_, fs)) in sites.iter().enumerate() {
+            f.arm(&mut r, Some(w[i]), Some(2), fs, 0x6000);
+        }
+        for k in 0..30 {
+            let (st, _) = &sites[k % 3];
+            assert!(f.try_fold(14, 0, 0x6000, st.read()), "call {k}");
+        }
+        let mut taken = Vec::new();
+        f.take_pending(&mut r, |x, n| taken.push((*x, n)));
+        assert_eq!(taken, [(w[0], 10), (w[1], 10), (w[2], 10)]);
+    }
+
+    /// Once every way is in use, a new call replaces the next in turn: its
+    /// context is let go, the new one held.
+    #[test]
+    fn a_new_call_replaces_a_way_in_turn() {
+        let (_, w) = recorded(14, 0, WAYS as u64 + 1);
+        let sites: Vec<(Stack, Vec<Frame>)> = (0..WAYS as u64 + 1)
+            .map(|i| Stack::with(&[(0x401000 + 16 * i, 0x7000), (0x402000, 0x7100)]))
+            .collect();
+        let (mut f, mut r) = (Fold::default(), Repeats::default());
+        for (i, (_, fs)) in sites.iter().enumerate().take(WAYS) {
+            let arm = f.arm(&mut r, Some(w[i]), Some(2), fs, 0x6000);
+            assert_eq!(
+                arm,
+                Rearm {
+                    let_go: None,
+                    hold: Some(w[i])
+                }
+            );
+        }
+        let arm = f.arm(&mut r, Some(w[WAYS]), Some(2), &sites[WAYS].1, 0x6000);
+        assert_eq!(
+            arm,
+            Rearm {
+                let_go: Some(w[0]),
+                hold: Some(w[WAYS])
+            }
+        );
+        assert!(!f.try_fold(14, 0, 0x6000, sites[0].0.read()));
+        assert!(f.try_fold(14, 0, 0x6000, sites[WAYS].0.read()));
+        assert!(f.try_fold(14, 0, 0x6000, sites[1].0.read()));
     }
 
     #[test]
     fn at_most_max_folded_calls_fold_in_a_row() {
-        let (_, w) = recorded(12, 0);
-        let (st, fs) = Stack::with(&[(0x401000, 0x7000), (0x402000, 0x7100)]);
-        let (mut f, mut r, i) = armed(UnwindMode::Second, &w, &fs, 0x6000);
+        let (_, w) = recorded(12, 0, 1);
+        let (st, fs) = stack_a();
+        let (mut f, mut r) = (Fold::default(), Repeats::default());
+        f.arm(&mut r, Some(w[0]), Some(2), &fs, 0x6000);
         let folded = (0..1000)
             .take_while(|_| f.try_fold(12, 0, 0x6000, st.read()))
             .count();
         assert_eq!(folded, MAX_FOLDED as usize);
-        assert_eq!(r.take(i), Some((w, u64::from(MAX_FOLDED))));
-        // Recorded in full, then armed again.
-        f.arm(Some(&w), Some(2), &fs, 0x6000);
+        let mut taken = Vec::new();
+        f.take_pending(&mut r, |x, n| taken.push((*x, n)));
+        assert_eq!(taken, [(w[0], u64::from(MAX_FOLDED))]);
+        // Recorded in full, then the same way armed again: nothing to hold
+        // anew.
+        let arm = f.arm(&mut r, Some(w[0]), Some(2), &fs, 0x6000);
+        assert_eq!(arm, Rearm::default());
         assert!(f.try_fold(12, 0, 0x6000, st.read()));
     }
 
     #[test]
     fn modes_without_a_heuristic_never_fold_and_none_folds_any_repeat() {
-        let (_, w) = recorded(12, 0);
-        let (st, fs) = Stack::with(&[(0x401000, 0x7000), (0x402000, 0x7100)]);
+        let (_, w) = recorded(12, 0, 1);
+        let (st, fs) = stack_a();
+        let mut r = Repeats::default();
         for mode in [UnwindMode::Full, UnwindMode::Fp] {
-            let (mut f, _, _) = armed(mode, &w, &fs, 0x6000);
+            let mut f = Fold::default();
+            let arm = f.arm(&mut r, Some(w[0]), frames_to_match(mode), &fs, 0x6000);
+            assert_eq!(arm, Rearm::default());
             assert!(!f.try_fold(12, 0, 0x6000, st.read()), "{mode:?}");
         }
-        let (mut f, _, _) = armed(UnwindMode::None, &w, &[], 0x6000);
+        let mut f = Fold::default();
+        f.arm(
+            &mut r,
+            Some(w[0]),
+            frames_to_match(UnwindMode::None),
+            &[],
+            0x6000,
+        );
         assert!(f.try_fold(12, 0, 0x1234, |_| None));
         // A stack mode with no frame captured arms nothing.
-        let (mut f, _, _) = armed(UnwindMode::Second, &w, &[], 0x6000);
+        let mut f = Fold::default();
+        f.arm(&mut r, Some(w[0]), Some(2), &[], 0x6000);
         assert!(!f.try_fold(12, 0, 0x6000, st.read()));
         // Nor does an event that cannot be repeated.
         let mut f = Fold::default();
-        f.entry(&mut Repeats::default());
-        f.arm(None, Some(2), &fs, 0x6000);
+        f.arm(&mut r, None, Some(2), &fs, 0x6000);
         assert!(!f.try_fold(12, 0, 0x6000, st.read()));
     }
 
     #[test]
     fn slots_are_taken_all_freed_on_exit_and_forgotten_after_fork() {
-        let (mut c, w) = recorded(12, 0);
-        let (st, fs) = Stack::with(&[(0x401000, 0x7000), (0x402000, 0x7100)]);
+        let (mut c, w) = recorded(12, 0, 1);
+        let (st, fs) = stack_a();
         let mut r = Repeats::default();
         let mut threads: Vec<Fold> = (0..3).map(|_| Fold::default()).collect();
         for f in &mut threads {
-            let i = f.entry(&mut r);
-            r.set(i, Some(w));
-            f.arm(Some(&w), Some(2), &fs, 0x6000);
+            f.arm(&mut r, Some(w[0]), Some(2), &fs, 0x6000);
         }
         for (k, f) in threads.iter_mut().enumerate() {
             for _ in 0..=k {
@@ -390,13 +553,16 @@ mod tests {
         });
         assert_eq!(all, 6);
         assert_eq!(c.totals()[12], (7, 0));
-        // An exiting thread's last calls; its slot goes to the next thread.
+        // An exiting thread's last calls and held context; its slot goes to
+        // the next thread.
         assert!(threads[1].try_fold(12, 0, 0x6000, st.read()));
-        let gone = threads[1].registered().unwrap();
-        assert_eq!(r.unregister(gone), Some((w, 1)));
-        let mut next = Fold::default();
-        assert_eq!(next.entry(&mut r), gone);
-        assert_eq!(r.take(gone), None);
+        let (mut last, mut gone) = (Vec::new(), Vec::new());
+        threads[1].release(&mut r, |x, n| last.push((*x, n)), |x| gone.push(*x));
+        assert_eq!((last, gone), (vec![(w[0], 1)], vec![w[0]]));
+        assert!(!threads[1].try_fold(12, 0, 0x6000, st.read()));
+        let before = r.slots.len();
+        Fold::default().arm(&mut r, Some(w[0]), Some(2), &fs, 0x6000);
+        assert_eq!(r.slots.len(), before);
         // After a fork the parent's folded calls are not the child's.
         assert!(threads[0].try_fold(12, 0, 0x6000, st.read()));
         r.forget_pending();

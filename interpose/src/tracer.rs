@@ -770,11 +770,12 @@ pub fn on_mpi(g: &Guard, kind: usize, bytes: u64) {
     }
     let now = event_ns(g, t);
     with_capture(g, t, now, regs, |core, ts, unchanged, stamp| {
-        // The calls folded into the thread's previous one go first.
-        let slot = ts.mpi_fold.entry(&mut core.repeats);
-        if let Some((what, n)) = core.repeats.take(slot) {
-            apply_repeats(core, &what, n, now);
-        }
+        // The calls the thread folded go first, while their contexts are
+        // held.
+        ts.mpi_fold.take_pending(&mut core.repeats, |what, n| {
+            core.mpi.on_repeats(what, n);
+            core.collector.record_mpi_events(now, n);
+        });
         ts.mpi_cursor.stamp_next(stamp);
         let what = core.mpi.on_event(
             &mut ts.mpi_cursor,
@@ -785,16 +786,20 @@ pub fn on_mpi(g: &Guard, kind: usize, bytes: u64) {
             now,
         );
         core.collector.record_mpi_event(now);
-        core.repeats.set(slot, what);
-        ts.mpi_fold
-            .arm(what.as_ref(), match_frames, ts.unwinder.frames(), regs.sp);
+        let arm = ts.mpi_fold.arm(
+            &mut core.repeats,
+            what,
+            match_frames,
+            ts.unwinder.frames(),
+            regs.sp,
+        );
+        if let Some(w) = &arm.hold {
+            core.mpi.hold(w);
+        }
+        if let Some(w) = &arm.let_go {
+            core.mpi.let_go(w);
+        }
     });
-}
-
-/// `n` MPI calls repeating `what`, folded by their thread, recorded at `now`.
-fn apply_repeats(core: &mut Core, what: &wmhcct_collector::Repeatable, n: u64, now: u64) {
-    core.mpi.on_repeats(what, n);
-    core.collector.record_mpi_events(now, n);
 }
 
 /// Record every thread's folded MPI calls (before a profile is built).
@@ -939,16 +944,28 @@ pub fn thread_exit(mut ts: Box<ThreadState>) {
             collector, cursors, ..
         } = &mut *core;
         collector.release_cursor(&mut ts.cursor.get(cursors).cursor);
-        // The thread's last folded MPI calls, while their context is pinned.
-        if let Some((what, n)) = ts
-            .mpi_fold
-            .registered()
-            .and_then(|i| core.repeats.unregister(i))
-        {
-            let now = now_mono_ns().saturating_sub(t.start_mono_ns);
-            apply_repeats(&mut core, &what, n, now);
+        // The thread's last folded MPI calls, while their contexts are held.
+        let now = now_mono_ns().saturating_sub(t.start_mono_ns);
+        let Core {
+            repeats,
+            mpi,
+            collector,
+            ..
+        } = &mut *core;
+        let mut last = |what: &wmhcct_collector::Repeatable, n| {
+            mpi.on_repeats(what, n);
+            collector.record_mpi_events(now, n);
+        };
+        let mut held = [None; crate::mpi_repeats::WAYS];
+        let mut k = 0;
+        ts.mpi_fold.release(repeats, &mut last, |w| {
+            held[k] = Some(*w);
+            k += 1;
+        });
+        for w in held.iter().flatten() {
+            mpi.let_go(w);
         }
-        core.mpi.release_cursor(&mut ts.mpi_cursor);
+        mpi.release_cursor(&mut ts.mpi_cursor);
     }
 }
 

@@ -5,6 +5,8 @@
  *    stack height, take turns for ROUNDS rounds: NA and NB calls of
  *    MPI_Test from one call site, under a different caller each time (b also
  *    allocates every 100 calls);
+ *  - `cycle_sites` calls MPI_Test NC times from six call sites in turn, more
+ *    than the tracer keeps armed at once;
  *  - main calls MPI_Testany NT times;
  *  - a second thread polls its own pending request NH times with MPI_Test,
  *    then stays alive until after MPI_Finalize, so that its last folded
@@ -21,6 +23,7 @@
 #define NB 333
 #define NT 1000
 #define NH 1000
+#define NC 600
 
 static volatile long sink;
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
@@ -46,6 +49,21 @@ __attribute__((noinline)) static long poll_n(MPI_Request *r, int n, int alloc_ev
 
 __attribute__((noinline)) void from_a(MPI_Request *r) { sink += poll_n(r, NA, 0); }
 __attribute__((noinline)) void from_b(MPI_Request *r) { sink += poll_n(r, NB, 100); }
+
+__attribute__((noinline)) void cycle_sites(MPI_Request *r) {
+    for (int i = 0; i < NC; i++) {
+        int flag = 0;
+        switch (i % 6) {
+        case 0: MPI_Test(r, &flag, MPI_STATUS_IGNORE); break;
+        case 1: MPI_Test(r, &flag, MPI_STATUS_IGNORE); break;
+        case 2: MPI_Test(r, &flag, MPI_STATUS_IGNORE); break;
+        case 3: MPI_Test(r, &flag, MPI_STATUS_IGNORE); break;
+        case 4: MPI_Test(r, &flag, MPI_STATUS_IGNORE); break;
+        default: MPI_Test(r, &flag, MPI_STATUS_IGNORE); break;
+        }
+        sink += flag;
+    }
+}
 
 __attribute__((noinline)) void test_any(MPI_Request *r) {
     for (int i = 0; i < NT; i++) {
@@ -92,6 +110,7 @@ int main(int argc, char **argv) {
         from_a(&mine);
         from_b(&mine);
     }
+    cycle_sites(&mine);
     test_any(&mine);
     pthread_mutex_lock(&mu);
     while (!polled) pthread_cond_wait(&cv, &mu);
@@ -102,7 +121,7 @@ int main(int argc, char **argv) {
     MPI_Wait(&theirs, MPI_STATUS_IGNORE);
     if (rank == 0)
         printf("mpi_polling: %d ranks, %d tests, checksum %ld\n", size,
-               ROUNDS * (NA + NB) + NT + NH, sink);
+               ROUNDS * (NA + NB) + NC + NT + NH, sink);
     MPI_Finalize();
     pthread_mutex_lock(&mu);
     finalized = 1;

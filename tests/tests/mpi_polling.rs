@@ -2,7 +2,8 @@
 //! one place, which the tracer folds into the record of their first call
 //! (`interpose/src/mpi_repeats.rs`), are all counted, each in its own
 //! context: two callers of one polling function at the same stack height
-//! taking turns, `MPI_Testany`, and a thread whose last folded calls are
+//! taking turns, six call sites in turn (more than a thread keeps armed),
+//! `MPI_Testany`, and a thread whose last folded calls are
 //! still pending when `MPI_Finalize` takes the profile. The same with every
 //! unwind mode that folds, and with `full`, which does not.
 
@@ -17,6 +18,7 @@ const NA: u64 = 700;
 const NB: u64 = 333;
 const NT: u64 = 1000;
 const NH: u64 = 1000;
+const NC: u64 = 600;
 
 #[test]
 fn folded_polling_calls_are_all_counted_in_their_contexts() {
@@ -51,11 +53,11 @@ fn polling(name: &str, env: &[(&str, &str)], stacks: bool) {
         env,
     );
     assert_same_as_untraced(&plain, &traced, &report);
-    let tests = ROUNDS * (NA + NB) + NH;
+    let tests = ROUNDS * (NA + NB) + NC + NH;
     assert!(
         plain.stdout.contains(&format!(
             "{P} ranks, {} tests",
-            ROUNDS * (NA + NB) + NT + NH
+            ROUNDS * (NA + NB) + NC + NT + NH
         )),
         "{}",
         plain.describe()
@@ -95,10 +97,15 @@ fn polling(name: &str, env: &[(&str, &str)], stacks: bool) {
     assert_eq!(t["count"], P * NH, "{t}");
     let any = context_with(&r, "MPI_Testany", "test_any");
     assert_eq!(any["count"], P * NT, "{any}");
+    let cycled = contexts_with(&r, "MPI_Test", "cycle_sites");
+    assert_eq!(cycled.len(), 6, "{}", summary(&r));
+    for c in cycled {
+        assert_eq!(c["count"], P * NC / 6, "{c}");
+    }
     // No other context of these calls: each call went to its own.
     assert_eq!(
         contexts_with(&r, "MPI_Test", "main").len(),
-        2,
+        8,
         "{}",
         summary(&r)
     );
@@ -107,5 +114,8 @@ fn polling(name: &str, env: &[(&str, &str)], stacks: bool) {
     // (but for the thread's, whose statistics it takes with it after the
     // profile).
     let u = &r["unwind"];
-    assert!(u64_of(&u["events"]) >= P * (ROUNDS * (NA + NB) + NT), "{u}");
+    assert!(
+        u64_of(&u["events"]) >= P * (ROUNDS * (NA + NB) + NC + NT),
+        "{u}"
+    );
 }
