@@ -22,7 +22,7 @@ use crate::series::{Bins, BASE_BIN_NS};
 pub struct Repeatable {
     /// The tree's identity ([`Hcct::id`]).
     tree: u64,
-    /// The item node and its generation.
+    /// The item's handle in that tree (its record and generation).
     leaf: (u32, u32),
     pub kind: u16,
     pub bytes: u64,
@@ -65,6 +65,7 @@ impl Default for SeriesConfig {
 struct RawSample {
     t_ns: u64,
     size: u64,
+    /// The context's item handle (`Hcct::record`).
     node: u32,
     gen: u32,
 }
@@ -424,11 +425,15 @@ impl Collector {
         ))
     }
 
-    fn row_of(&self, rows: &[u32], node: u32, gen: u32) -> u32 {
-        if node == NONE || !self.hcct.is_live(node, gen) {
+    /// The row of the context whose item handle is (`item`, `gen`).
+    fn row_of(&self, rows: &[u32], item: u32, gen: u32) -> u32 {
+        if item == NONE {
             return NO_CONTEXT;
         }
-        rows.get(node as usize).copied().unwrap_or(NO_CONTEXT)
+        self.hcct
+            .item_node(item, gen)
+            .and_then(|node| rows.get(node as usize).copied())
+            .unwrap_or(NO_CONTEXT)
     }
 
     /// Forget the cursor of an exiting thread.

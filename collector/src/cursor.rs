@@ -22,8 +22,12 @@ pub struct Cursor {
     pub(crate) levels: usize,
     /// The path is complete: `path[levels]` is its item node.
     pub(crate) set: bool,
-    /// Generation of the item node.
+    /// The item's record (`Mcct::item`) and its generation: the handle the
+    /// next event updates and unpins without reading the item's node.
+    pub(crate) item: u32,
     pub(crate) leaf_gen: u32,
+    /// The item's key (the kind of the path's last event).
+    pub(crate) item_key: u64,
     /// The caller's number for the frames of the current path (0: none).
     pub(crate) stamp: u64,
     /// The number the caller gave the next event's frames (0: none).
@@ -72,18 +76,17 @@ impl Cursor {
         self.owner = 0;
         self.levels = 0;
         self.set = false;
+        self.item = 0;
         self.leaf_gen = 0;
+        self.item_key = 0;
         // The path is gone; a number already given to the next event's
         // frames stays theirs.
         self.stamp = 0;
     }
 
-    /// The item node and its generation.
+    /// The item's record and its generation.
     pub(crate) fn leaf(&self) -> Option<(u32, u32)> {
-        if !self.set {
-            return None;
-        }
-        self.path.get(self.levels).map(|&l| (l, self.leaf_gen))
+        self.set.then_some((self.item, self.leaf_gen))
     }
 
     /// Storage for paths of `levels` frame levels (and the item node).

@@ -27,7 +27,8 @@ use wmhcct_format::{FrameKey, Node as OutNode, Tree, MONITORED_BYTES, MONITORED_
 use crate::child_index::{path_hash, ROOT_HASH};
 use crate::cursor::Cursor;
 use crate::heap::LiveCell;
-use crate::mcct::{Mcct, EXACT_SLOT, F_SEEN, NONE, ROOT};
+use crate::items::F_SEEN;
+use crate::mcct::{Mcct, EXACT_SLOT, NONE, ROOT};
 use crate::space_saving::LazyQueue;
 
 static NEXT_ID: AtomicU64 = AtomicU64::new(1);
@@ -129,16 +130,16 @@ impl Hcct {
             return false;
         }
         match cur.leaf() {
-            Some((l, g)) => self
-                .tree
-                .get(l)
-                .is_some_and(|n| n.gen == g && n.pins > 0 && n.is_item()),
+            Some((r, g)) => self.tree.item(r).is_some_and(|x| {
+                x.gen == g && x.pins > 0 && cur.path.get(cur.levels) == Some(&x.node)
+            }),
             None => false,
         }
     }
 
     /// Records one event of context `frames` (leaf first) + `item_key`,
-    /// with weights (1, `bytes`). Returns the item node and its generation.
+    /// with weights (1, `bytes`). Returns the item's handle: its record
+    /// ([`Mcct::item`]) and that record's generation.
     ///
     /// The descent starts below the deepest node of the cursor's previous
     /// path whose frames are unchanged. `unchanged` is the caller's hint; the
@@ -183,11 +184,10 @@ impl Hcct {
         }
         // The same context as the cursor's previous event (bursts of them
         // are common): its item node, pinned by the cursor, stays current.
-        if let Some((l, g)) = old {
-            if start == n && cur.levels == n && self.tree.get(l).is_some_and(|x| x.key == item_key)
-            {
-                self.update(l, 1, bytes, epoch);
-                return Some((l, g));
+        if let Some((r, g)) = old {
+            if start == n && cur.levels == n && cur.item_key == item_key {
+                self.update(r, 1, bytes, epoch);
+                return Some((r, g));
             }
         }
         cur.levels = start;
@@ -224,34 +224,37 @@ impl Hcct {
                 }
             }
         }
+        // The item is found as its record: the node is not read.
         let leaf = if failed {
             None
         } else {
             self.tree
-                .child_at(node, path_hash(hash, item_key, true), item_key, true)
+                .item_at(node, path_hash(hash, item_key, true), item_key)
         };
-        let result = leaf.and_then(|l| {
+        let result = leaf.and_then(|(l, r)| {
             let slot = cur.path.get_mut(n)?;
-            let x = self.tree.get_mut(l)?;
+            let x = self.tree.item_mut(r)?;
             x.pins = x.pins.saturating_add(1);
             let gen = x.gen;
             *slot = l;
             cur.levels = n;
             cur.set = true;
+            cur.item = r;
             cur.leaf_gen = gen;
+            cur.item_key = item_key;
             cur.owner = self.id;
-            Some((l, gen))
+            Some((r, gen))
         });
         if result.is_none() {
             cur.clear();
         }
-        if let Some((l, _)) = result {
-            self.update(l, 1, bytes, epoch);
+        if let Some((r, _)) = result {
+            self.update(r, 1, bytes, epoch);
         } else {
             self.count_stream(1, bytes);
         }
-        if let Some((l, g)) = old {
-            self.unpin(l, g, epoch);
+        if let Some((r, g)) = old {
+            self.unpin(r, g, epoch);
         }
         // Nodes created for a path that failed midway are pruned here.
         if result.is_none() && node != ROOT {
@@ -274,36 +277,37 @@ impl Hcct {
         bytes: u64,
         epoch: u64,
     ) -> Option<(u32, u32)> {
-        let Some(l) = self.tree.child(ROOT, item_key, true) else {
+        let hash = path_hash(ROOT_HASH, item_key, true);
+        let Some((_, r)) = self.tree.item_at(ROOT, hash, item_key) else {
             self.count_stream(count, bytes);
             return None;
         };
-        let gen = self.tree.get(l)?.gen;
-        self.update(l, count, bytes, epoch);
+        let gen = self.tree.item(r)?.gen;
+        self.update(r, count, bytes, epoch);
         // A positive count always leaves the item monitored for count, so
         // it survives.
-        self.tree.get(l).map(|_| (l, gen))
+        self.tree.item(r).map(|_| (r, gen))
     }
 
     /// Records `count` more events, of `bytes` bytes in all, of the item
-    /// node (`node`, `gen`) whose key is `item_key`, as
-    /// [`Hcct::record`] of its context would `count` times: the repeats of
-    /// one call that the tracer folds into one record. False, and nothing
-    /// recorded, when that node is no longer this tree's item.
+    /// (`record`, `gen`) ([`Hcct::record`]'s handle) whose key is
+    /// `item_key`, as [`Hcct::record`] of its context would `count` times:
+    /// the repeats of one call that the tracer folds into one record. False,
+    /// and nothing recorded, when that item is no longer in this tree.
     pub fn repeat(
         &mut self,
-        (node, gen): (u32, u32),
+        (r, gen): (u32, u32),
         item_key: u64,
         count: u64,
         bytes: u64,
         epoch: u64,
     ) -> bool {
-        let held = self
-            .tree
-            .get_gen_mut(node, gen)
-            .is_some_and(|n| n.is_item() && n.key == item_key);
+        let node = self.tree.item_gen_mut(r, gen).map(|x| x.node);
+        let held = node
+            .and_then(|n| self.tree.get(n))
+            .is_some_and(|n| n.key == item_key);
         if held && count > 0 {
-            self.update(node, count, bytes, epoch);
+            self.update(r, count, bytes, epoch);
         }
         held
     }
@@ -314,22 +318,22 @@ impl Hcct {
         self.id
     }
 
-    /// Keeps the item node (`node`, `gen`) in the tree until
-    /// [`Hcct::let_go`], as a cursor's leaf is kept (a pruned item's
-    /// repeats could not be counted in its context). False when it is gone.
-    pub fn hold(&mut self, (node, gen): (u32, u32)) -> bool {
-        match self.tree.get_gen_mut(node, gen) {
-            Some(n) if n.is_item() => {
-                n.pins = n.pins.saturating_add(1);
+    /// Keeps the item (`record`, `gen`) in the tree until [`Hcct::let_go`],
+    /// as a cursor's context is kept (a pruned item's repeats could not be
+    /// counted in its context). False when it is gone.
+    pub fn hold(&mut self, (r, gen): (u32, u32)) -> bool {
+        match self.tree.item_gen_mut(r, gen) {
+            Some(x) => {
+                x.pins = x.pins.saturating_add(1);
                 true
             }
-            _ => false,
+            None => false,
         }
     }
 
-    /// Ends a [`Hcct::hold`]: the node may be pruned again.
-    pub fn let_go(&mut self, (node, gen): (u32, u32), epoch: u64) {
-        self.unpin(node, gen, epoch);
+    /// Ends a [`Hcct::hold`]: the item may be pruned again.
+    pub fn let_go(&mut self, (r, gen): (u32, u32), epoch: u64) {
+        self.unpin(r, gen, epoch);
     }
 
     fn count_stream(&mut self, count: u64, bytes: u64) {
@@ -337,12 +341,13 @@ impl Hcct {
         self.stream[1] = self.stream[1].saturating_add(bytes);
     }
 
-    /// Space-Saving update of item `item` with weights (`count`, `bytes`).
+    /// Space-Saving update of the item whose record is `item` with weights
+    /// (`count`, `bytes`).
     #[inline]
     fn update(&mut self, item: u32, count: u64, bytes: u64, epoch: u64) {
         // The common case: an item monitored in both weights. Both counters
-        // grow, in the node and in the queues; nothing enters or leaves.
-        if let (Some(n), Some([q0, q1])) = (self.tree.get_mut(item), self.queues.as_mut()) {
+        // grow, in the record and in the queues; nothing enters or leaves.
+        if let (Some(n), Some([q0, q1])) = (self.tree.item_mut(item), self.queues.as_mut()) {
             if n.slot[0] != NONE && n.slot[1] != NONE {
                 n.est[0] = n.est[0].saturating_add(count);
                 q0.add(n.slot[0], count);
@@ -363,23 +368,23 @@ impl Hcct {
         let weights = [count, bytes];
         let mut victims = [NONE; 2];
         for (w, &wt) in weights.iter().enumerate() {
-            let Some(node) = self.tree.get(item) else {
+            let Some(node) = self.tree.item(item) else {
                 return;
             };
             let slot = node.slot[w];
-            let seen = node.flags & F_SEEN[w] != 0;
+            let seen = node.seen & F_SEEN[w] != 0;
             let Some(queues) = self.queues.as_mut() else {
                 // Exact mode: every item monitored, exact counters.
-                if let Some(n) = self.tree.get_mut(item) {
+                if let Some(n) = self.tree.item_mut(item) {
                     n.est[w] = n.est[w].saturating_add(wt);
                     n.slot[w] = EXACT_SLOT;
-                    n.flags |= F_SEEN[w];
+                    n.seen |= F_SEEN[w];
                 }
                 continue;
             };
             let q = &mut queues[w];
             if slot != NONE {
-                if let Some(n) = self.tree.get_mut(item) {
+                if let Some(n) = self.tree.item_mut(item) {
                     n.est[w] = n.est[w].saturating_add(wt);
                     q.add(slot, wt);
                 }
@@ -390,10 +395,10 @@ impl Hcct {
             }
             let entering = node.est[w].saturating_add(wt);
             if let Some(s) = q.push(item, entering) {
-                if let Some(n) = self.tree.get_mut(item) {
+                if let Some(n) = self.tree.item_mut(item) {
                     n.est[w] = entering;
                     n.slot[w] = s;
-                    n.flags |= F_SEEN[w];
+                    n.seen |= F_SEEN[w];
                 }
                 continue;
             }
@@ -401,7 +406,7 @@ impl Hcct {
                 continue;
             };
             let victim = q.items().get(s as usize).copied().unwrap_or(NONE);
-            let Some(n) = self.tree.get_mut(item) else {
+            let Some(n) = self.tree.item_mut(item) else {
                 continue;
             };
             // Standard Space-Saving estimate (keeps the minimum monotone, so
@@ -417,16 +422,16 @@ impl Hcct {
             n.est[w] = est;
             n.err[w] = err;
             n.slot[w] = s;
-            n.flags |= F_SEEN[w];
+            n.seen |= F_SEEN[w];
             q.replace(s, item, est);
-            if let Some(v) = self.tree.get_mut(victim) {
+            if let Some(v) = self.tree.item_mut(victim) {
                 v.slot[w] = NONE;
             }
             victims[w] = victim;
         }
         for v in victims {
             if v != NONE {
-                self.prune_upward(v, epoch);
+                self.prune_item(v, epoch);
             }
         }
     }
@@ -434,14 +439,14 @@ impl Hcct {
     /// Algorithm 1: remove `v` and its ancestors while they are dead leaves.
     fn prune_upward(&mut self, mut v: u32, epoch: u64) {
         while v != ROOT {
-            let Some(n) = self.tree.get_mut(v) else {
-                return;
-            };
-            if !n.is_dead() {
+            if !self.tree.is_dead(v) {
                 return;
             }
-            let mut cell = n.cell;
-            self.evicted.absorb(&mut cell, epoch);
+            let item = self.tree.node(v).map_or(NONE, |n| n.item);
+            if let Some(x) = self.tree.item_mut(item) {
+                let mut cell = x.cell;
+                self.evicted.absorb(&mut cell, epoch);
+            }
             match self.tree.remove_leaf(v) {
                 Some(p) => v = p,
                 None => return,
@@ -449,11 +454,20 @@ impl Hcct {
         }
     }
 
-    fn unpin(&mut self, l: u32, gen: u32, epoch: u64) {
-        if let Some(n) = self.tree.get_gen_mut(l, gen) {
-            n.pins = n.pins.saturating_sub(1);
-            if n.pins == 0 {
-                self.prune_upward(l, epoch);
+    /// [`Hcct::prune_upward`] from the item whose record is `r`; its node
+    /// is read only when the record says it may go.
+    fn prune_item(&mut self, r: u32, epoch: u64) {
+        if let Some(x) = self.tree.item(r).filter(|x| x.is_idle()) {
+            let v = x.node;
+            self.prune_upward(v, epoch);
+        }
+    }
+
+    fn unpin(&mut self, r: u32, gen: u32, epoch: u64) {
+        if let Some(x) = self.tree.item_gen_mut(r, gen) {
+            x.pins = x.pins.saturating_sub(1);
+            if x.pins == 0 {
+                self.prune_item(r, epoch);
             }
         }
     }
@@ -468,28 +482,30 @@ impl Hcct {
         cur.clear();
     }
 
-    /// Adds `bytes` to the live bytes of node (`node`, `gen`), or of the
-    /// evicted aggregate when that node is gone.
-    pub fn charge(&mut self, node: u32, gen: u32, bytes: u64, epoch: u64) {
-        match self.tree.get_gen_mut(node, gen) {
-            Some(n) => n.cell.add(bytes, epoch),
+    /// Adds `bytes` to the live bytes of the item (`item`, `gen`) (a
+    /// handle [`Hcct::record`] returned), or of the evicted aggregate when
+    /// that item is gone.
+    pub fn charge(&mut self, item: u32, gen: u32, bytes: u64, epoch: u64) {
+        match self.tree.item_gen_mut(item, gen) {
+            Some(x) => x.cell.add(bytes, epoch),
             None => self.evicted.add(bytes, epoch),
         }
     }
 
-    /// Removes `bytes` from the live bytes of (`node`, `gen`) or of the evicted aggregate.
-    pub fn discharge(&mut self, node: u32, gen: u32, bytes: u64, epoch: u64) {
-        match self.tree.get_gen_mut(node, gen) {
-            Some(n) => n.cell.sub(bytes, epoch),
+    /// Removes `bytes` from the live bytes of the item (`item`, `gen`) or
+    /// of the evicted aggregate.
+    pub fn discharge(&mut self, item: u32, gen: u32, bytes: u64, epoch: u64) {
+        match self.tree.item_gen_mut(item, gen) {
+            Some(x) => x.cell.sub(bytes, epoch),
             None => self.evicted.sub(bytes, epoch),
         }
     }
 
-    /// Counts a temporary allocation of node (`node`, `gen`), unless that
-    /// node is gone (the heap's total counts it either way).
-    pub fn note_temporary(&mut self, node: u32, gen: u32) {
-        if let Some(n) = self.tree.get_gen_mut(node, gen) {
-            n.temporary = n.temporary.saturating_add(1);
+    /// Counts a temporary allocation of the item (`item`, `gen`), unless
+    /// that item is gone (the heap's total counts it either way).
+    pub fn note_temporary(&mut self, item: u32, gen: u32) {
+        if let Some(x) = self.tree.item_gen_mut(item, gen) {
+            x.temporary = x.temporary.saturating_add(1);
         }
     }
 
@@ -509,7 +525,7 @@ impl Hcct {
         let mut index = vec![NO_PARENT; self.tree.memory_slots()];
         let mut next = 0u32;
         for &i in &order {
-            let Some(n) = self.tree.get(i) else { continue };
+            let Some(n) = self.tree.node(i) else { continue };
             if i != ROOT && index.get(n.parent as usize).is_none_or(|&p| p == NO_PARENT) {
                 continue;
             }
@@ -527,9 +543,18 @@ impl Hcct {
         self.rows().1
     }
 
-    /// Is `node` alive with generation `gen` (not evicted since)?
-    pub fn is_live(&self, node: u32, gen: u32) -> bool {
-        self.tree.get(node).is_some_and(|n| n.gen == gen)
+    /// Is the item (`item`, `gen`) (a handle [`Hcct::record`] returned)
+    /// still in the tree (not evicted since)?
+    pub fn is_live(&self, item: u32, gen: u32) -> bool {
+        self.item_node(item, gen).is_some()
+    }
+
+    /// The node of the item (`item`, `gen`), if it is still in the tree.
+    pub fn item_node(&self, item: u32, gen: u32) -> Option<u32> {
+        self.tree
+            .item(item)
+            .filter(|x| x.gen == gen)
+            .map(|x| x.node)
     }
 
     /// The tree in the shared profile format. `resolve` maps return
@@ -576,23 +601,23 @@ impl Hcct {
                     resolve(n.key)
                 };
             }
-            if n.is_item() {
+            if let Some(x) = self.tree.item(n.item).filter(|_| n.is_item()) {
                 let mut vals = [(0u64, 0u64); 2];
                 for (w, v) in vals.iter_mut().enumerate() {
-                    *v = if n.monitored(w) || n.flags & F_SEEN[w] != 0 {
-                        (n.est[w], n.err[w].min(n.est[w]))
+                    *v = if x.monitored(w) || x.seen & F_SEEN[w] != 0 {
+                        (x.est[w], x.err[w].min(x.est[w]))
                     } else {
                         (floors[w], floors[w])
                     };
                 }
                 (out.count, out.count_err) = vals[0];
                 (out.bytes, out.bytes_err) = vals[1];
-                out.flags = if n.monitored(0) { MONITORED_COUNT } else { 0 }
-                    | if n.monitored(1) { MONITORED_BYTES } else { 0 };
+                out.flags = if x.monitored(0) { MONITORED_COUNT } else { 0 }
+                    | if x.monitored(1) { MONITORED_BYTES } else { 0 };
+                out.live_bytes = x.cell.live;
+                out.peak_live_bytes = x.cell.at_peak(epoch);
+                out.temporary = x.temporary;
             }
-            out.live_bytes = n.cell.live;
-            out.peak_live_bytes = n.cell.at_peak(epoch);
-            out.temporary = n.temporary;
             *slot = out;
         }
         let tree = Tree {
@@ -605,5 +630,49 @@ impl Hcct {
             floor: None,
         };
         (tree, index)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A pruned item's handle goes stale: its record, reused by the next
+    /// item, gets nothing of what the pointer table still charges to the
+    /// old handle (that goes to the evicted aggregate).
+    #[test]
+    fn a_stale_handle_never_reaches_the_record_reused() {
+        let mut h = Hcct::new(Some(1));
+        let (mut c1, mut c2, mut c3) = (Cursor::new(), Cursor::new(), Cursor::new());
+        let (ra, ga) = h.record(&mut c1, &[0x10, 0x20], 0, 1, 8, 0).unwrap();
+        h.charge(ra, ga, 100, 0);
+        let (rb, _) = h.record(&mut c2, &[0x30, 0x40], 0, 1, 8, 0).unwrap();
+        assert_ne!(rb, ra);
+        assert!(h.is_live(ra, ga), "evicted from the queues but pinned");
+        let node_a = h.item_node(ra, ga).unwrap();
+        assert_eq!(h.tree().get(node_a).unwrap().cell.live, 100);
+        h.release_cursor(&mut c1, 0);
+        assert!(!h.is_live(ra, ga) && h.item_node(ra, ga).is_none());
+        assert_eq!(h.evicted().live, 100);
+        assert_eq!(h.node_count(), 4, "root, b's two frames and item");
+        let (rc, gc) = h.record(&mut c3, &[0x50], 0, 1, 8, 0).unwrap();
+        assert_eq!(rc, ra, "the freed record is reused");
+        assert_ne!(gc, ga);
+        h.discharge(ra, ga, 100, 0);
+        h.note_temporary(ra, ga);
+        assert_eq!(h.evicted().live, 0);
+        h.charge(rc, gc, 5, 0);
+        h.note_temporary(rc, gc);
+        let node_c = h.item_node(rc, gc).unwrap();
+        let v = h.tree().get(node_c).unwrap();
+        assert_eq!((v.key, v.cell.live, v.temporary), (1, 5, 1));
+        let t = h.snapshot("t", &mut FrameKey::Unknown, 0);
+        let live: Vec<(u64, u64)> = t
+            .nodes
+            .iter()
+            .filter(|n| n.live_bytes > 0 || n.temporary > 0)
+            .map(|n| (n.live_bytes, n.temporary))
+            .collect();
+        assert_eq!(live, [(5, 1)]);
     }
 }

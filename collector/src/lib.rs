@@ -17,6 +17,7 @@ pub mod collector;
 pub mod cursor;
 pub mod hcct;
 pub mod heap;
+pub mod items;
 pub mod job;
 pub mod job_series;
 pub mod mcct;

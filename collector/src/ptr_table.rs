@@ -1,4 +1,5 @@
-//! The live-pointer table: block address → (size, context node, node generation).
+//! The live-pointer table: block address → (size, context's item handle:
+//! its record and generation, see `Hcct::record`).
 //!
 //! 64 shards, chosen by the top bits of the address's hash, each an open
 //! addressing table with Robin Hood linear probing and backward-shift
