@@ -218,20 +218,14 @@ impl Fold {
         }
     }
 
-    /// The thread exits: its slots freed, with their last folded calls
-    /// (`f`), and the contexts it held (`let_go`).
-    pub fn release(
-        &mut self,
-        repeats: &mut Repeats,
-        mut f: impl FnMut(&Repeatable, u64),
-        mut let_go: impl FnMut(&Repeatable),
-    ) {
-        for w in self.ways.iter_mut().filter_map(Option::take) {
-            if let Some((what, n)) = repeats.unregister(w.slot) {
-                f(&what, n);
-            }
-            let_go(&w.what);
-        }
+    /// The thread exits: its slots freed. Each way's context (held until
+    /// now), with the calls folded into it and not yet taken (maybe 0).
+    pub fn release(&mut self, repeats: &mut Repeats) -> [Option<(Repeatable, u64)>; WAYS] {
+        self.ways.each_mut().map(|w| {
+            let w = w.take()?;
+            let n = repeats.unregister(w.slot);
+            Some((w.what, n))
+        })
     }
 
     /// Folded calls and the frames they reused since the last call.
@@ -297,15 +291,15 @@ impl Repeats {
         }
     }
 
-    /// The thread of slot `i` exits: its last folded calls, and the slot
-    /// freed.
-    fn unregister(&mut self, i: u32) -> Option<(Repeatable, u64)> {
-        let taken = self.take(i);
+    /// The way of slot `i` is gone (its thread exits): the slot freed, and
+    /// the calls it folded since they were last taken.
+    fn unregister(&mut self, i: u32) -> u64 {
+        let n = self.take(i).map_or(0, |(_, n)| n);
         if let Some(s) = self.slots.get_mut(i as usize) {
             s.what = None;
             self.free.push(i);
         }
-        taken
+        n
     }
 
     /// Every slot's folded calls (a profile is being taken).
@@ -556,9 +550,8 @@ mod tests {
         // An exiting thread's last calls and held context; its slot goes to
         // the next thread.
         assert!(threads[1].try_fold(12, 0, 0x6000, st.read()));
-        let (mut last, mut gone) = (Vec::new(), Vec::new());
-        threads[1].release(&mut r, |x, n| last.push((*x, n)), |x| gone.push(*x));
-        assert_eq!((last, gone), (vec![(w[0], 1)], vec![w[0]]));
+        let last: Vec<_> = threads[1].release(&mut r).into_iter().flatten().collect();
+        assert_eq!(last, [(w[0], 1)]);
         assert!(!threads[1].try_fold(12, 0, 0x6000, st.read()));
         let before = r.slots.len();
         Fold::default().arm(&mut r, Some(w[0]), Some(2), &fs, 0x6000);

@@ -8,7 +8,7 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU64, AtomicU8, Ordering};
 use std::sync::Arc;
 
-use wmhcct_collector::{Collector, CollectorConfig, SeriesConfig};
+use wmhcct_collector::{Collector, CollectorConfig, Repeatable, SeriesConfig};
 use wmhcct_format::{AllocKind, ALLOC_KINDS, MPI_KINDS};
 use wmhcct_unwinder::{Capture, ModuleData, Modules, ReadStack, Regs, Stop, UnwindStats};
 
@@ -40,8 +40,8 @@ pub struct Core {
     pub generation: (u64, u64),
     /// Reaches the threads' allocation cursors (`thread::CursorCell`).
     pub cursors: CursorAccess,
-    /// Each thread's MPI calls folded into its previous one, not yet
-    /// recorded (`mpi_repeats`).
+    /// Each thread's MPI calls folded into a recent one, not yet recorded
+    /// (`mpi_repeats`).
     pub repeats: crate::mpi_repeats::Repeats,
     /// Live heap at which the next snapshot is taken (`report::snapshot_if_due`;
     /// `u64::MAX`: none).
@@ -756,7 +756,8 @@ pub fn on_mpi(g: &Guard, kind: usize, bytes: u64) {
     let regs = current_regs();
     let match_frames = crate::mpi_repeats::frames_to_match(t.config.unwind);
     if match_frames.is_some() {
-        // A repeat of the thread's previous MPI call: counted, no more.
+        // A repeat of one of the thread's recent MPI calls: counted, no
+        // more.
         let ts = thread_state(g, t);
         if ts.stack.holds(regs.sp) {
             let mut stack = ts.stack.reader(regs.sp);
@@ -773,8 +774,7 @@ pub fn on_mpi(g: &Guard, kind: usize, bytes: u64) {
         // The calls the thread folded go first, while their contexts are
         // held.
         ts.mpi_fold.take_pending(&mut core.repeats, |what, n| {
-            core.mpi.on_repeats(what, n);
-            core.collector.record_mpi_events(now, n);
+            record_folded(&mut core.mpi, &mut core.collector, what, n, now);
         });
         ts.mpi_cursor.stamp_next(stamp);
         let what = core.mpi.on_event(
@@ -802,6 +802,15 @@ pub fn on_mpi(g: &Guard, kind: usize, bytes: u64) {
     });
 }
 
+/// `n` MPI calls repeating `what`, folded by their thread: in the MPI
+/// tree, and at `now` in the time series.
+fn record_folded(mpi: &mut Collector, series: &mut Collector, what: &Repeatable, n: u64, now: u64) {
+    if n > 0 {
+        mpi.on_repeats(what, n);
+        series.record_mpi_events(now, n);
+    }
+}
+
 /// Record every thread's folded MPI calls (before a profile is built).
 pub fn apply_all_repeats(t: &Tracer, core: &mut Core) {
     let now = now_mono_ns().saturating_sub(t.start_mono_ns);
@@ -811,10 +820,7 @@ pub fn apply_all_repeats(t: &Tracer, core: &mut Core) {
         collector,
         ..
     } = core;
-    repeats.take_all(|what, n| {
-        mpi.on_repeats(what, n);
-        collector.record_mpi_events(now, n);
-    });
+    repeats.take_all(|what, n| record_folded(mpi, collector, what, n, now));
 }
 
 /// `realloc`/`reallocarray` of `old` to `size` bytes: `call` performs glibc's
@@ -952,18 +958,9 @@ pub fn thread_exit(mut ts: Box<ThreadState>) {
             collector,
             ..
         } = &mut *core;
-        let mut last = |what: &wmhcct_collector::Repeatable, n| {
-            mpi.on_repeats(what, n);
-            collector.record_mpi_events(now, n);
-        };
-        let mut held = [None; crate::mpi_repeats::WAYS];
-        let mut k = 0;
-        ts.mpi_fold.release(repeats, &mut last, |w| {
-            held[k] = Some(*w);
-            k += 1;
-        });
-        for w in held.iter().flatten() {
-            mpi.let_go(w);
+        for (what, n) in ts.mpi_fold.release(repeats).into_iter().flatten() {
+            record_folded(mpi, collector, &what, n, now);
+            mpi.let_go(&what);
         }
         mpi.release_cursor(&mut ts.mpi_cursor);
     }
