@@ -27,7 +27,8 @@ Needs `cargo build --release` first (target/release/libwmhcct.so, wmhcct).
    the accuracy the tracer's own validation reports.
 3. Tracer RSS after 10^6 and 10^7 (optionally 10^8) events.
 4. The Rust collector benchmarks in benches/src/bin: prefix-aware HCCT
-   update on/off, HCCT space/accuracy study, collector placement.
+   update on/off, HCCT update with eviction (more contexts than counters),
+   HCCT space/accuracy study, collector placement.
 5. The targets of issues 4 and 7, met or missed, with the figures.
 6. With --mpi-merge, benches/mpi_merge.py: the MPI merge's depth, time and
    root memory for real (2-64 ranks) and simulated (10^3-10^5) jobs.
@@ -286,7 +287,7 @@ def rust_benches(quick):
     subprocess.run(["cargo", "build", "--release", "--quiet", "--manifest-path", manifest],
                    env=env, check=True)
     outs = []
-    for b in ("prefix_reuse", "hcct_study", "placement"):
+    for b in ("prefix_reuse", "hcct_churn", "hcct_study", "placement"):
         exe = os.path.join(env["CARGO_TARGET_DIR"], "release", b)
         r = subprocess.run([exe] + (["--quick"] if quick else []), capture_output=True, text=True)
         if r.returncode != 0:

@@ -31,8 +31,9 @@ pub const F_ITEM: u8 = 1;
 /// The slot is in use.
 pub const F_ALIVE: u8 = 8;
 
-/// Node indices are below this.
-const MAX_NODE: u32 = MAX_ITEM;
+/// Node indices are below this (a parent's index shares its word of the
+/// child index with a probe distance: 268 million nodes, 12.9 GB of them).
+const MAX_NODE: u32 = crate::child_index::MAX_PARENT;
 /// The child index holds an item's record id with this bit (frames: their
 /// node index), so that the path hash of any entry can be found.
 const REC: u32 = 1 << 30;

@@ -29,6 +29,8 @@ fn quick_benchmark_harness_runs_and_prints_its_tables() {
             "### Deep-stack program",
             "### Tracer memory",
             "## HCCT update cost",
+            "## HCCT update cost with eviction",
+            "| 1000000 | 0.5 |",
             "## HCCT study",
             "| exact HCCT % of CCT |",
             "At φ = 1e-4 the exact HCCT is ",
