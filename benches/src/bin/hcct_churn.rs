@@ -12,50 +12,32 @@
 //!     hcct_churn [--quick]
 
 use wmhcct_benches::clock::{median, quick_flag, time_ns};
-use wmhcct_benches::stream::{Order, Shape, StackStream};
+use wmhcct_benches::recorded::Recorded;
+use wmhcct_benches::stream::{Order, Shape};
 use wmhcct_collector::hcct::capacity_for;
 use wmhcct_collector::{Cursor, Hcct};
 
-struct Recorded {
-    frames: Vec<u64>,
-    per_stack: usize,
-    unchanged: Vec<usize>,
-    sizes: Vec<u64>,
-}
-
 fn record_stream(contexts: usize, zipf: f64, events: usize) -> Recorded {
-    let mut s = StackStream::new(Shape {
-        depth: 30,
-        contexts,
-        zipf,
-        order: Order::Random,
-        seed: 7,
-    });
-    let per_stack = s.frames_per_stack();
-    let mut r = Recorded {
-        frames: Vec::with_capacity(events * per_stack),
-        per_stack,
-        unchanged: Vec::with_capacity(events),
-        sizes: Vec::with_capacity(events),
-    };
-    let mut f = Vec::new();
-    for _ in 0..events {
-        let e = s.next_event(&mut f);
-        r.frames.extend_from_slice(&f);
-        r.unchanged.push(e.unchanged);
-        r.sizes.push(e.size);
-    }
-    r
+    Recorded::new(
+        Shape {
+            depth: 30,
+            contexts,
+            zipf,
+            order: Order::Random,
+            seed: 7,
+        },
+        events,
+    )
 }
 
 /// Nanoseconds per `record` over the stream, and the tree's nodes after it.
 fn run(r: &Recorded) -> (f64, usize) {
     let mut h = Hcct::new(capacity_for(1e-4 / 5.0));
     let mut cur = Cursor::new();
-    let n = r.unchanged.len();
+    let n = r.len();
     let ns = time_ns(|| {
         for i in 0..n {
-            let frames = &r.frames[i * r.per_stack..(i + 1) * r.per_stack];
+            let frames = r.stack(i);
             std::hint::black_box(h.record(&mut cur, frames, r.unchanged[i], 1, r.sizes[i], 0));
         }
     });

@@ -8,40 +8,22 @@
 //!     prefix_reuse [--quick]
 
 use wmhcct_benches::clock::{median, quick_flag, time_ns};
-use wmhcct_benches::stream::{Order, Shape, StackStream};
+use wmhcct_benches::recorded::Recorded;
+use wmhcct_benches::stream::{Order, Shape};
 use wmhcct_collector::hcct::capacity_for;
 use wmhcct_collector::{Cursor, Hcct};
 
-struct Recorded {
-    frames: Vec<u64>,
-    per_stack: usize,
-    unchanged: Vec<usize>,
-    sizes: Vec<u64>,
-}
-
 fn record_stream(order: Order, events: usize) -> Recorded {
-    let mut s = StackStream::new(Shape {
-        depth: 30,
-        contexts: 10_000,
-        zipf: 1.0,
-        order,
-        seed: 42,
-    });
-    let per_stack = s.frames_per_stack();
-    let mut r = Recorded {
-        frames: Vec::with_capacity(events * per_stack),
-        per_stack,
-        unchanged: Vec::with_capacity(events),
-        sizes: Vec::with_capacity(events),
-    };
-    let mut f = Vec::new();
-    for _ in 0..events {
-        let e = s.next_event(&mut f);
-        r.frames.extend_from_slice(&f);
-        r.unchanged.push(e.unchanged);
-        r.sizes.push(e.size);
-    }
-    r
+    Recorded::new(
+        Shape {
+            depth: 30,
+            contexts: 10_000,
+            zipf: 1.0,
+            order,
+            seed: 42,
+        },
+        events,
+    )
 }
 
 /// Nanoseconds per `record` over `passes` replays of the stream.
@@ -49,11 +31,11 @@ fn run(r: &Recorded, reuse: bool, passes: usize) -> f64 {
     let mut h = Hcct::new(capacity_for(1e-4 / 5.0));
     h.set_prefix_reuse(reuse);
     let mut cur = Cursor::new();
-    let n = r.unchanged.len();
+    let n = r.len();
     let ns = time_ns(|| {
         for _ in 0..passes {
             for i in 0..n {
-                let frames = &r.frames[i * r.per_stack..(i + 1) * r.per_stack];
+                let frames = r.stack(i);
                 std::hint::black_box(h.record(&mut cur, frames, r.unchanged[i], 1, r.sizes[i], 0));
             }
         }
