@@ -77,7 +77,11 @@ struct Way {
     /// Calls that may still fold before one is recorded.
     left: u32,
     slot: u32,
-    pending: Arc<AtomicU64>,
+    /// Calls folded into this way since it was armed; the thread stores
+    /// each new total in `folded` (a plain store: only this thread writes
+    /// it), and whoever takes them keeps how many it took.
+    total: u64,
+    folded: Arc<AtomicU64>,
 }
 
 /// A thread's folding state (in its `ThreadState`).
@@ -129,7 +133,8 @@ impl Fold {
                 return false;
             }
             w.left -= 1;
-            w.pending.fetch_add(1, Ordering::Relaxed);
+            w.total += 1;
+            w.folded.store(w.total, Ordering::Relaxed);
             self.events += 1;
             self.frames += w.depth;
             return true;
@@ -193,11 +198,11 @@ impl Fold {
                 }
             },
         };
-        let (slot, pending, old) = match self.ways[at].take() {
-            Some(w) => (w.slot, w.pending, Some(w.what)),
+        let (slot, total, folded, old) = match self.ways[at].take() {
+            Some(w) => (w.slot, w.total, w.folded, Some(w.what)),
             None => {
-                let (slot, pending) = repeats.register();
-                (slot, pending, None)
+                let (slot, folded) = repeats.register();
+                (slot, 0, folded, None)
             }
         };
         repeats.set(slot, Some(what));
@@ -207,7 +212,8 @@ impl Fold {
             depth,
             left: MAX_FOLDED,
             slot,
-            pending,
+            total,
+            folded,
         });
         match old {
             Some(o) if o == what => Rearm::default(),
@@ -240,9 +246,10 @@ impl Fold {
 /// The folded calls of one way of a thread.
 #[derive(Debug)]
 struct Slot {
-    /// Calls folded since they were last taken (the thread adds, whoever
-    /// holds the core lock takes).
-    pending: Arc<AtomicU64>,
+    /// Calls folded into the way in all (its thread stores the total).
+    folded: Arc<AtomicU64>,
+    /// How many of them were taken (under the core lock).
+    taken: u64,
     /// What they repeat: the recorded MPI call the way was armed with (set
     /// under the core lock).
     what: Option<Repeatable>,
@@ -259,19 +266,20 @@ pub struct Repeats {
 impl Repeats {
     /// A slot for a thread: its index and counter.
     fn register(&mut self) -> (u32, Arc<AtomicU64>) {
-        let pending = Arc::new(AtomicU64::new(0));
+        let folded = Arc::new(AtomicU64::new(0));
         let slot = Slot {
-            pending: Arc::clone(&pending),
+            folded: Arc::clone(&folded),
+            taken: 0,
             what: None,
         };
         match self.free.pop() {
             Some(i) => {
                 self.slots[i as usize] = slot;
-                (i, pending)
+                (i, folded)
             }
             None => {
                 self.slots.push(slot);
-                ((self.slots.len() - 1) as u32, pending)
+                ((self.slots.len() - 1) as u32, folded)
             }
         }
     }
@@ -279,8 +287,10 @@ impl Repeats {
     /// The calls slot `i` folded since they were last taken, with what
     /// they repeat (`None` when there are none).
     fn take(&mut self, i: u32) -> Option<(Repeatable, u64)> {
-        let s = self.slots.get(i as usize)?;
-        let n = s.pending.swap(0, Ordering::Relaxed);
+        let s = self.slots.get_mut(i as usize)?;
+        let total = s.folded.load(Ordering::Relaxed);
+        let n = total.wrapping_sub(s.taken);
+        s.taken = total;
         s.what.filter(|_| n > 0).map(|w| (w, n))
     }
 
@@ -313,8 +323,8 @@ impl Repeats {
 
     /// In a forked child: the calls counted so far are the parent's.
     pub fn forget_pending(&mut self) {
-        for s in &self.slots {
-            s.pending.store(0, Ordering::Relaxed);
+        for s in &mut self.slots {
+            s.taken = s.folded.load(Ordering::Relaxed);
         }
     }
 }
