@@ -119,3 +119,53 @@ fn polling(name: &str, env: &[(&str, &str)], stacks: bool) {
         "{u}"
     );
 }
+
+/// Fortran's `MPI_TEST` from two subroutines in turn and `MPI_TESTANY`
+/// (the Fortran wrappers, another path into the tracer): every call counted
+/// in its own context.
+#[test]
+fn fortran_polling_calls_are_all_counted_in_their_contexts() {
+    const ROUNDS: u64 = 30;
+    const NA: u64 = 500;
+    const NB: u64 = 250;
+    const NT: u64 = 700;
+    let dir = WorkDir::new("mpi-polling-f");
+    let exe = mpi_compile("mpif90", "mpi_polling.f90", &dir.path, &[]);
+    let plain = launch(Launcher::OpenMpi, P as u32, &exe, &[], &dir.path, None, &[]);
+    assert_eq!(plain.code, 0, "without the tracer: {}", plain.describe());
+    let report = dir.join("polling_f.h5");
+    let traced = launch(
+        Launcher::OpenMpi,
+        P as u32,
+        &exe,
+        &[],
+        &dir.path,
+        Some(&report),
+        &[],
+    );
+    assert_same_as_untraced(&plain, &traced, &report);
+    assert!(
+        plain.stdout.contains(&format!(
+            "mpi_polling_f: {P} ranks, {} tests",
+            ROUNDS * (NA + NB) + NT
+        )),
+        "{}",
+        plain.describe()
+    );
+    let r = report_json(&report);
+    assert_eq!(total_count(&r, "MPI_Test"), P * ROUNDS * (NA + NB));
+    assert_eq!(total_count(&r, "MPI_Testany"), P * NT);
+    for (caller, n) in [("poll_a_", P * ROUNDS * NA), ("poll_b_", P * ROUNDS * NB)] {
+        let c = context_with(&r, "MPI_Test", caller);
+        assert_eq!(c["count"], n, "{caller}: {c}");
+        assert_eq!(c["count_err"], 0, "{caller}: {c}");
+    }
+    let any = context_with(&r, "MPI_Testany", "poll_any_");
+    assert_eq!(any["count"], P * NT, "{any}");
+    assert_eq!(
+        contexts_with(&r, "MPI_Test", "mpi_polling_f").len(),
+        2,
+        "{}",
+        summary(&r)
+    );
+}
