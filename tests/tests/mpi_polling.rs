@@ -38,21 +38,7 @@ fn polling_without_stacks_keeps_exact_totals() {
 }
 
 fn polling(name: &str, env: &[(&str, &str)], stacks: bool) {
-    let dir = WorkDir::new(name);
-    let exe = mpi_compile("mpicc", "mpi_polling.c", &dir.path, &["-pthread"]);
-    let plain = launch(Launcher::OpenMpi, P as u32, &exe, &[], &dir.path, None, &[]);
-    assert_eq!(plain.code, 0, "without the tracer: {}", plain.describe());
-    let report = dir.join("polling.h5");
-    let traced = launch(
-        Launcher::OpenMpi,
-        P as u32,
-        &exe,
-        &[],
-        &dir.path,
-        Some(&report),
-        env,
-    );
-    assert_same_as_untraced(&plain, &traced, &report);
+    let (plain, r) = run_job(name, ("mpicc", "mpi_polling.c", &["-pthread"]), env);
     let tests = ROUNDS * (NA + NB) + NC + NH;
     assert!(
         plain.stdout.contains(&format!(
@@ -63,7 +49,6 @@ fn polling(name: &str, env: &[(&str, &str)], stacks: bool) {
         plain.describe()
     );
 
-    let r = report_json(&report);
     assert_eq!(total_count(&r, "MPI_Test"), P * tests);
     assert_eq!(total_count(&r, "MPI_Testany"), P * NT);
     assert_eq!(total_count(&r, "MPI_Send"), P * 2);
@@ -129,21 +114,7 @@ fn fortran_polling_calls_are_all_counted_in_their_contexts() {
     const NA: u64 = 500;
     const NB: u64 = 250;
     const NT: u64 = 700;
-    let dir = WorkDir::new("mpi-polling-f");
-    let exe = mpi_compile("mpif90", "mpi_polling.f90", &dir.path, &[]);
-    let plain = launch(Launcher::OpenMpi, P as u32, &exe, &[], &dir.path, None, &[]);
-    assert_eq!(plain.code, 0, "without the tracer: {}", plain.describe());
-    let report = dir.join("polling_f.h5");
-    let traced = launch(
-        Launcher::OpenMpi,
-        P as u32,
-        &exe,
-        &[],
-        &dir.path,
-        Some(&report),
-        &[],
-    );
-    assert_same_as_untraced(&plain, &traced, &report);
+    let (plain, r) = run_job("mpi-polling-f", ("mpif90", "mpi_polling.f90", &[]), &[]);
     assert!(
         plain.stdout.contains(&format!(
             "mpi_polling_f: {P} ranks, {} tests",
@@ -152,7 +123,6 @@ fn fortran_polling_calls_are_all_counted_in_their_contexts() {
         "{}",
         plain.describe()
     );
-    let r = report_json(&report);
     assert_eq!(total_count(&r, "MPI_Test"), P * ROUNDS * (NA + NB));
     assert_eq!(total_count(&r, "MPI_Testany"), P * NT);
     for (caller, n) in [("poll_a_", P * ROUNDS * NA), ("poll_b_", P * ROUNDS * NB)] {
@@ -168,4 +138,30 @@ fn fortran_polling_calls_are_all_counted_in_their_contexts() {
         "{}",
         summary(&r)
     );
+}
+
+/// The program (compiler, source, flags) on `P` ranks without and with the
+/// tracer (`env`): the same output and exit code; the untraced run's output
+/// and the report.
+fn run_job(
+    name: &str,
+    (compiler, source, flags): (&str, &str, &[&str]),
+    env: &[(&str, &str)],
+) -> (Output, serde_json::Value) {
+    let dir = WorkDir::new(name);
+    let exe = mpi_compile(compiler, source, &dir.path, flags);
+    let plain = launch(Launcher::OpenMpi, P as u32, &exe, &[], &dir.path, None, &[]);
+    assert_eq!(plain.code, 0, "without the tracer: {}", plain.describe());
+    let report = dir.join("polling.h5");
+    let traced = launch(
+        Launcher::OpenMpi,
+        P as u32,
+        &exe,
+        &[],
+        &dir.path,
+        Some(&report),
+        env,
+    );
+    assert_same_as_untraced(&plain, &traced, &report);
+    (plain, report_json(&report))
 }
