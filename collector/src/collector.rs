@@ -17,7 +17,7 @@ use crate::reservoir::Reservoir;
 use crate::series::{Bins, BASE_BIN_NS};
 
 /// An event [`Collector::on_repeats`] can repeat: its kind, bytes and the
-/// item node of its context in one tree.
+/// item of its context in one tree.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Repeatable {
     /// The tree's identity ([`Hcct::id`]).

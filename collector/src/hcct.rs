@@ -312,8 +312,8 @@ impl Hcct {
         held
     }
 
-    /// This tree's identity (a cursor's `owner`): item nodes handed out by
-    /// one tree mean nothing in another.
+    /// This tree's identity (a cursor's `owner`): item handles given out
+    /// by one tree mean nothing in another.
     pub fn id(&self) -> u64 {
         self.id
     }

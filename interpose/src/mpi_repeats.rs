@@ -87,7 +87,10 @@ struct Way {
 /// A thread's folding state (in its `ThreadState`).
 #[derive(Debug, Default)]
 pub struct Fold {
-    ways: [Option<Way>; WAYS],
+    /// Made at the thread's first recorded MPI call: a thread that makes
+    /// none keeps its state (which every allocation reads) ~550 bytes
+    /// smaller.
+    ways: Option<Box<[Option<Way>; WAYS]>>,
     /// The way the next new call replaces once all are in use.
     next: usize,
     /// Folded calls and the frames they reused, not yet in the thread's
@@ -115,7 +118,10 @@ impl Fold {
         sp: u64,
         mut read: impl FnMut(u64) -> Option<u64>,
     ) -> bool {
-        for w in self.ways.iter_mut().flatten() {
+        let Some(ways) = self.ways.as_deref_mut() else {
+            return false;
+        };
+        for w in ways.iter_mut().flatten() {
             let s = &w.sig;
             if s.kind != kind || s.bytes != bytes || s.sp.is_some_and(|x| x != sp) {
                 continue;
@@ -145,7 +151,7 @@ impl Fold {
     /// Calls this thread folded and did not record yet, taken from
     /// `repeats` (under the core lock), with what each repeats.
     pub fn take_pending(&self, repeats: &mut Repeats, mut f: impl FnMut(&Repeatable, u64)) {
-        for w in self.ways.iter().flatten() {
+        for w in self.ways.iter().flat_map(|ways| ways.iter().flatten()) {
             if let Some((what, n)) = repeats.take(w.slot) {
                 f(&what, n);
             }
@@ -183,13 +189,13 @@ impl Fold {
             matched,
         };
         let depth = frames.len() as u64;
-        let at = match self
-            .ways
+        let ways = self.ways.get_or_insert_with(Default::default);
+        let at = match ways
             .iter()
             .position(|w| w.as_ref().is_some_and(|w| w.sig == sig))
         {
             Some(i) => i,
-            None => match self.ways.iter().position(Option::is_none) {
+            None => match ways.iter().position(Option::is_none) {
                 Some(i) => i,
                 None => {
                     let i = self.next;
@@ -198,7 +204,7 @@ impl Fold {
                 }
             },
         };
-        let (slot, total, folded, old) = match self.ways[at].take() {
+        let (slot, total, folded, old) = match ways[at].take() {
             Some(w) => (w.slot, w.total, w.folded, Some(w.what)),
             None => {
                 let (slot, folded) = repeats.register();
@@ -206,7 +212,7 @@ impl Fold {
             }
         };
         repeats.set(slot, Some(what));
-        self.ways[at] = Some(Way {
+        ways[at] = Some(Way {
             sig,
             what,
             depth,
@@ -227,7 +233,10 @@ impl Fold {
     /// The thread exits: its slots freed. Each way's context (held until
     /// now), with the calls folded into it and not yet taken (maybe 0).
     pub fn release(&mut self, repeats: &mut Repeats) -> [Option<(Repeatable, u64)>; WAYS] {
-        self.ways.each_mut().map(|w| {
+        let Some(mut ways) = self.ways.take() else {
+            return [None; WAYS];
+        };
+        ways.each_mut().map(|w| {
             let w = w.take()?;
             let n = repeats.unregister(w.slot);
             Some((w.what, n))
@@ -375,6 +384,18 @@ mod tests {
 
     fn stack_a() -> (Stack, Vec<Frame>) {
         Stack::with(&[(0x401000, 0x7000), (0x402000, 0x7100), (0x403000, 0x7200)])
+    }
+
+    /// A thread that makes no MPI call keeps a small state: the ways are
+    /// made at its first recorded call.
+    #[test]
+    fn a_thread_without_mpi_calls_keeps_a_small_state() {
+        assert!(std::mem::size_of::<Fold>() <= 32);
+        let mut f = Fold::default();
+        assert!(f.ways.is_none());
+        assert!(!f.try_fold(12, 0, 0x6000, |_| None));
+        f.take_pending(&mut Repeats::default(), |_, _| panic!("nothing folded"));
+        assert_eq!(f.release(&mut Repeats::default()), [None; WAYS]);
     }
 
     #[test]

@@ -77,7 +77,7 @@ pub struct ThreadState {
     pub replayed: u64,
     /// Cursor into the MPI tree.
     pub mpi_cursor: Cursor,
-    /// Repeats of the thread's latest MPI call, folded into it.
+    /// Repeats of the thread's recent MPI calls, folded into them.
     pub mpi_fold: crate::mpi_repeats::Fold,
     /// Return addresses of the current stack, leaf first, root-anchored
     /// like the unwinder's frames.

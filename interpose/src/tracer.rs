@@ -947,17 +947,15 @@ pub fn thread_exit(mut ts: Box<ThreadState>) {
         let mut core = lock_ordered(t);
         add_stats(&mut core.unwind, &d);
         let Core {
-            collector, cursors, ..
+            collector,
+            mpi,
+            cursors,
+            repeats,
+            ..
         } = &mut *core;
         collector.release_cursor(&mut ts.cursor.get(cursors).cursor);
         // The thread's last folded MPI calls, while their contexts are held.
         let now = now_mono_ns().saturating_sub(t.start_mono_ns);
-        let Core {
-            repeats,
-            mpi,
-            collector,
-            ..
-        } = &mut *core;
         for (what, n) in ts.mpi_fold.release(repeats).into_iter().flatten() {
             record_folded(mpi, collector, &what, n, now);
             mpi.let_go(&what);
