@@ -452,14 +452,20 @@ mod tests {
         );
     }
 
-    /// Every learned rule of this test binary's own `.eh_frame` (real compiler output),
-    /// executed on pseudo-random stacks, gives framehop's result exactly.
-    #[test]
-    fn learned_rules_step_exactly_like_framehop() {
+    /// This test binary as the one module, and its text.
+    fn this_binary() -> (std::ops::Range<u64>, crate::Modules) {
         let data = crate::self_image::this_executable();
         let text = data.text.clone();
         let mut modules = crate::Modules::new();
         modules.add(data);
+        (text, modules)
+    }
+
+    /// Every learned rule of this test binary's own `.eh_frame` (real compiler output),
+    /// executed on pseudo-random stacks, gives framehop's result exactly.
+    #[test]
+    fn learned_rules_step_exactly_like_framehop() {
+        let (text, modules) = this_binary();
         let unwinder = modules.unwinder();
         let mut ours = RuleCache::new();
         let mut learning = DwarfCache::new_in();
@@ -531,10 +537,7 @@ mod tests {
     /// growth stay (no relearning: the learn count does not move).
     #[test]
     fn grows_with_the_call_sites_it_meets_up_to_a_bound() {
-        let data = crate::self_image::this_executable();
-        let text = data.text.clone();
-        let mut modules = crate::Modules::new();
-        modules.add(data);
+        let (text, modules) = this_binary();
         let (unwinder, table) = (modules.unwinder(), modules.id());
         let mut c = RuleCache::new();
         let mut fh = DwarfCache::new_in();
@@ -581,10 +584,7 @@ mod tests {
     /// the one learned longest ago; a growth keeps both ways.
     #[test]
     fn two_addresses_of_one_set_both_stay() {
-        let data = crate::self_image::this_executable();
-        let text = data.text.clone();
-        let mut modules = crate::Modules::new();
-        modules.add(data);
+        let (text, modules) = this_binary();
         let (unwinder, table) = (modules.unwinder(), modules.id());
         let mut c = RuleCache::new();
         let mut fh = DwarfCache::new_in();
