@@ -157,7 +157,7 @@ fn later_launch(launcher: Launcher, name: &str) {
             eprintln!("files of a launch hydra lost, removed: {lost}");
             for n in names_in(&spill)
                 .iter()
-                .filter(|n| n.contains(lost.as_str()))
+                .filter(|n| n.ends_with(&format!("{lost}.wmprof")))
             {
                 std::fs::remove_file(spill.join(n)).unwrap();
             }
