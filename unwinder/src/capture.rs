@@ -131,6 +131,12 @@ impl ThreadUnwinder {
         self.cache.rules.len()
     }
 
+    /// Functions whose CFI rows the rule cache evaluated whole
+    /// (`cfi_rows.rs`).
+    pub fn cfi_functions_evaluated(&self) -> u64 {
+        self.cache.rules.functions_evaluated()
+    }
+
     /// Result of the latest capture, leaf first; empty before the first capture and in
     /// [`Mode::None`].
     pub fn frames(&self) -> &[Frame] {

@@ -28,7 +28,7 @@ impl StepCache {
 }
 
 pub(crate) struct DwarfSteps<'a> {
-    unwinder: &'a DwarfUnwinder,
+    modules: &'a Modules,
     cache: &'a mut StepCache,
     /// The registers as plain values: framehop's own register set is made
     /// only for a step it takes itself ([`framehop_step`]), so a walk keeps
@@ -44,7 +44,7 @@ impl<'a> DwarfSteps<'a> {
         // The learned rules are keyed by the module table: another empties them.
         cache.rules.use_table(modules.id());
         DwarfSteps {
-            unwinder: modules.unwinder(),
+            modules,
             cache,
             regs: StepRegs {
                 ip: regs.pc,
@@ -95,7 +95,7 @@ impl StepUnwinder for DwarfSteps<'_> {
         let rule = self
             .cache
             .rules
-            .lookup(self.unwinder, &mut self.cache.framehop, address);
+            .lookup(self.modules, &mut self.cache.framehop, address);
         let is_first = !address.is_return_address();
         match exec(rule, is_first, &mut self.regs, read) {
             Exec::Frame(ra) if self.regs.sp > old_sp => {
@@ -107,7 +107,7 @@ impl StepUnwinder for DwarfSteps<'_> {
             }
             other => {
                 let (step, regs, next) = other_outcome(
-                    self.unwinder,
+                    self.modules.unwinder(),
                     &mut self.cache.framehop,
                     other,
                     address,

@@ -44,6 +44,7 @@
 #![forbid(unsafe_code)]
 
 mod capture;
+mod cfi_rows;
 mod dwarf;
 mod fp;
 mod frame;

@@ -5,6 +5,8 @@ use std::ops::Range;
 use framehop::x86_64::UnwinderX86_64;
 use framehop::{ExplicitModuleSectionInfo, Module, MustNotAllocateDuringUnwind, Unwinder};
 
+use crate::cfi_rows::ModuleCfi;
+
 /// The framehop unwinder type used for every DWARF step.
 pub(crate) type DwarfUnwinder = UnwinderX86_64<Section, MustNotAllocateDuringUnwind>;
 
@@ -35,6 +37,8 @@ struct Entry {
     name: String,
     base_avma: u64,
     text: Range<u64>,
+    /// The sections framehop unwinds it with, when it has both.
+    cfi: Option<Box<ModuleCfi>>,
 }
 
 /// The set of loaded objects. Shared by all threads and read-only during unwinds (the
@@ -90,6 +94,7 @@ impl Modules {
             return;
         }
 
+        let mut cfi_parts = (None, None);
         let mut info = ExplicitModuleSectionInfo::<Section> {
             base_svma: 0,
             text_svma: svma_range(text.start, 0, base_avma)
@@ -99,6 +104,7 @@ impl Modules {
         if let Some((avma, bytes)) = eh_frame {
             if let Some(r) = svma_range(avma, bytes.len(), base_avma) {
                 info.eh_frame_svma = Some(r);
+                cfi_parts.1 = Some((avma, bytes.clone()));
                 info.eh_frame = Some(bytes);
             }
         }
@@ -107,6 +113,7 @@ impl Modules {
         if let (Some((avma, bytes)), Some(_)) = (eh_frame_hdr, info.eh_frame.as_ref()) {
             if let Some(r) = svma_range(avma, bytes.len(), base_avma) {
                 info.eh_frame_hdr_svma = Some(r);
+                cfi_parts.0 = Some((avma, bytes.clone()));
                 info.eh_frame_hdr = Some(bytes);
             }
         }
@@ -120,6 +127,19 @@ impl Modules {
             Entry {
                 name,
                 base_avma,
+                cfi: match cfi_parts {
+                    (Some(eh_frame_hdr), Some(eh_frame)) => Some(Box::new(ModuleCfi {
+                        base_avma,
+                        text_avma: if text.start >= base_avma {
+                            text.start
+                        } else {
+                            base_avma
+                        },
+                        eh_frame_hdr,
+                        eh_frame,
+                    })),
+                    _ => None,
+                },
                 text,
             },
         );
@@ -160,6 +180,12 @@ impl Modules {
     /// Text range of the module containing `addr`.
     pub fn text_of(&self, addr: u64) -> Option<Range<u64>> {
         self.entry_for(addr).map(|e| e.text.clone())
+    }
+
+    /// The unwind sections framehop uses for `addr`, if its module has both
+    /// (`cfi_rows.rs`).
+    pub(crate) fn cfi_for(&self, addr: u64) -> Option<&ModuleCfi> {
+        self.entry_for(addr)?.cfi.as_deref()
     }
 
     /// Whether `addr` lies inside some module's text.

@@ -11,12 +11,19 @@
 //! framehop's result) and both probes agree (so no rule depends on the
 //! values it read or on alignment); any other address keeps going through
 //! framehop every time.
+//!
+//! A thread that has learned many rules first asks its functions' CFI rows
+//! (`cfi_rows.rs`): each function evaluated once, its rows translated as
+//! framehop translates them, so that a large function's call sites do not
+//! each cost an evaluation from the function's first row; an address the
+//! rows do not answer is learned by probing, as above.
 
 use framehop::x86_64::UnwindRegsX86_64;
 use framehop::{FrameAddress, Unwinder};
 
+use crate::cfi_rows::FunctionRows;
 use crate::dwarf::DwarfCache;
-use crate::modules::DwarfUnwinder;
+use crate::modules::{DwarfUnwinder, Modules};
 use crate::step::ReadStack;
 
 /// Slots of a new cache, and most slots (powers of two). A thread that
@@ -106,10 +113,10 @@ pub(crate) enum Exec {
 /// Two-way set associative: an address's hash names a pair of slots in one
 /// cache line; a miss puts the new rule first and moves the first to the
 /// second slot, dropping the second's (the one learned longest ago; a hit
-/// writes nothing). A large
-/// Fortran code such as CP2K meets ~20 000 call sites per rank: with one way
-/// of at most 4096 slots, 30 000 of its 40 000 misses per rank were
-/// conflicts, each relearned through framehop and gimli. Once it has learned a quarter of its size in rules since
+/// writes nothing). A large Fortran code such as CP2K meets ~20 000 call
+/// sites per rank: with one way of at most 4096 slots, 30 000 of its 40 000
+/// misses per rank were conflicts, each relearned through framehop and
+/// gimli. Once it has learned a quarter of its size in rules since
 /// it last grew (many call sites, or two that keep evicting each other), it
 /// asks to double, up to [`MAX_SLOTS`]; [`RuleCache::grow`] does it outside
 /// the capture, which never allocates. Learning asks framehop twice, so a
@@ -121,7 +128,17 @@ pub(crate) struct RuleCache {
     /// The module table the rules were learned on: another empties the cache.
     table: u64,
     learned: usize,
+    /// Rules learned in all, for [`RuleCache::wants_growth`] of `rows`.
+    learned_total: u64,
+    /// Functions' CFI rows, once the thread has learned [`ROWS_AFTER`]
+    /// rules: a miss in a function met before needs no framehop.
+    rows: FunctionRows,
 }
+
+/// Rules a thread learns before its misses evaluate whole functions
+/// (`cfi_rows.rs`; ~230 KiB of buffers): a thread that meets few call sites
+/// keeps learning them one by one from framehop.
+const ROWS_AFTER: u64 = 512;
 
 impl RuleCache {
     pub(crate) fn new() -> Self {
@@ -130,12 +147,19 @@ impl RuleCache {
             shift: Self::shift_for(MIN_SLOTS),
             table: 0,
             learned: 0,
+            learned_total: 0,
+            rows: FunctionRows::new(),
         }
     }
 
     /// Slots now (a power of two).
     pub(crate) fn len(&self) -> usize {
         self.slots.len()
+    }
+
+    /// See [`FunctionRows::evaluated`].
+    pub(crate) fn functions_evaluated(&self) -> u64 {
+        self.rows.evaluated()
     }
 
     #[inline]
@@ -156,13 +180,12 @@ impl RuleCache {
     #[cfg(test)]
     pub(crate) fn rule(
         &mut self,
-        unwinder: &DwarfUnwinder,
+        modules: &Modules,
         framehop: &mut DwarfCache,
-        table: u64,
         address: FrameAddress,
     ) -> Rule {
-        self.use_table(table);
-        self.lookup(unwinder, framehop, address)
+        self.use_table(modules.id());
+        self.lookup(modules, framehop, address)
     }
 
     /// Makes `table` the module table of the next lookups: another than the
@@ -174,6 +197,7 @@ impl RuleCache {
             self.slots.fill(EMPTY);
             self.table = table;
             self.learned = 0;
+            self.rows.clear();
         }
     }
 
@@ -182,7 +206,7 @@ impl RuleCache {
     #[inline(always)]
     pub(crate) fn lookup(
         &mut self,
-        unwinder: &DwarfUnwinder,
+        modules: &Modules,
         framehop: &mut DwarfCache,
         address: FrameAddress,
     ) -> Rule {
@@ -202,21 +226,26 @@ impl RuleCache {
                 return b.rule;
             }
         }
-        self.miss(unwinder, framehop, key, i, address)
+        self.miss(modules, framehop, key, i, address)
     }
 
     #[cold]
     #[inline(never)]
     fn miss(
         &mut self,
-        unwinder: &DwarfUnwinder,
+        modules: &Modules,
         framehop: &mut DwarfCache,
         key: u64,
         i: usize,
         address: FrameAddress,
     ) -> Rule {
-        let rule = learn(unwinder, framehop, address);
+        let lookup = address.address_for_lookup();
+        let rule = match self.rows.rule(modules.cfi_for(lookup), lookup) {
+            Some(rule) => rule,
+            None => learn(modules.unwinder(), framehop, address),
+        };
         self.learned += 1;
+        self.learned_total += 1;
         self.put(i, Slot { key, rule });
         rule
     }
@@ -233,7 +262,8 @@ impl RuleCache {
     /// Whether [`RuleCache::grow`] would grow it.
     #[inline]
     pub(crate) fn wants_growth(&self) -> bool {
-        self.learned > self.slots.len() / 4 && self.slots.len() < MAX_SLOTS
+        (self.learned > self.slots.len() / 4 && self.slots.len() < MAX_SLOTS)
+            || (self.learned_total >= ROWS_AFTER && !self.rows.is_active())
     }
 
     /// Doubles the slots, keeping the rules, if it [`wants_growth`]. Allocates:
@@ -241,7 +271,10 @@ impl RuleCache {
     ///
     /// [`wants_growth`]: RuleCache::wants_growth
     pub(crate) fn grow(&mut self) {
-        if !self.wants_growth() {
+        if self.learned_total >= ROWS_AFTER {
+            self.rows.grow();
+        }
+        if !(self.learned > self.slots.len() / 4 && self.slots.len() < MAX_SLOTS) {
             return;
         }
         let n = self.slots.len() * 2;
@@ -319,7 +352,11 @@ fn infer(sp: u64, bp: u64, result: (Option<u64>, u64, u64)) -> Rule {
 
 #[cold]
 #[inline(never)]
-fn learn(unwinder: &DwarfUnwinder, framehop: &mut DwarfCache, address: FrameAddress) -> Rule {
+pub(crate) fn learn(
+    unwinder: &DwarfUnwinder,
+    framehop: &mut DwarfCache,
+    address: FrameAddress,
+) -> Rule {
     // Two probes with different, differently aligned registers must agree.
     let (sp1, bp1) = (0x0000_1000_0000_0000u64, 0x0000_2000_0000_0000u64);
     let (sp2, bp2) = (0x0000_3000_0000_1238u64, 0x0000_4000_0000_5670u64);
@@ -465,9 +502,23 @@ mod tests {
     /// executed on pseudo-random stacks, gives framehop's result exactly.
     #[test]
     fn learned_rules_step_exactly_like_framehop() {
+        rules_step_exactly_like_framehop(false);
+    }
+
+    /// The same with functions' CFI rows (`cfi_rows.rs`) giving the rules.
+    #[test]
+    fn rules_from_cfi_rows_step_exactly_like_framehop() {
+        rules_step_exactly_like_framehop(true);
+    }
+
+    fn rules_step_exactly_like_framehop(from_rows: bool) {
         let (text, modules) = this_binary();
         let unwinder = modules.unwinder();
         let mut ours = RuleCache::new();
+        if from_rows {
+            ours.rows.grow();
+            assert!(ours.rows.is_active());
+        }
         let mut learning = DwarfCache::new_in();
         let mut reference = DwarfCache::new_in();
         let word = |a: u64| {
@@ -489,7 +540,7 @@ mod tests {
                 } else {
                     FrameAddress::from_return_address(pc + 1).unwrap()
                 };
-                let rule = ours.rule(unwinder, &mut learning, 7, address);
+                let rule = ours.rule(&modules, &mut learning, address);
                 if rule == Rule::Framehop {
                     continue;
                 }
@@ -538,7 +589,6 @@ mod tests {
     #[test]
     fn grows_with_the_call_sites_it_meets_up_to_a_bound() {
         let (text, modules) = this_binary();
-        let (unwinder, table) = (modules.unwinder(), modules.id());
         let mut c = RuleCache::new();
         let mut fh = DwarfCache::new_in();
         let at = |k: u64| {
@@ -546,14 +596,14 @@ mod tests {
                 .unwrap()
         };
         for k in 0..MIN_SLOTS as u64 / 4 {
-            c.rule(unwinder, &mut fh, table, at(k));
+            c.rule(&modules, &mut fh, at(k));
         }
         assert_eq!(c.len(), MIN_SLOTS);
         // One more learned rule: twice the slots.
         let before: Vec<Rule> = (0..MIN_SLOTS as u64 / 4)
-            .map(|k| c.rule(unwinder, &mut fh, table, at(k)))
+            .map(|k| c.rule(&modules, &mut fh, at(k)))
             .collect();
-        c.rule(unwinder, &mut fh, table, at(MIN_SLOTS as u64));
+        c.rule(&modules, &mut fh, at(MIN_SLOTS as u64));
         // Asked for, done outside the capture.
         assert_eq!(c.len(), MIN_SLOTS);
         assert!(c.wants_growth());
@@ -562,7 +612,7 @@ mod tests {
         assert_eq!(c.len(), 2 * MIN_SLOTS);
         let learned = c.learned;
         let after: Vec<Rule> = (0..MIN_SLOTS as u64 / 4)
-            .map(|k| c.rule(unwinder, &mut fh, table, at(k)))
+            .map(|k| c.rule(&modules, &mut fh, at(k)))
             .collect();
         assert_eq!(before, after);
         // Collisions in the larger table may evict a few, not most.
@@ -572,7 +622,7 @@ mod tests {
             c.learned - learned
         );
         for k in 0..4 * MAX_SLOTS as u64 {
-            c.rule(unwinder, &mut fh, table, at(k));
+            c.rule(&modules, &mut fh, at(k));
             c.grow();
         }
         assert_eq!(c.len(), MAX_SLOTS);
@@ -585,7 +635,6 @@ mod tests {
     #[test]
     fn two_addresses_of_one_set_both_stay() {
         let (text, modules) = this_binary();
-        let (unwinder, table) = (modules.unwinder(), modules.id());
         let mut c = RuleCache::new();
         let mut fh = DwarfCache::new_in();
         let set =
@@ -603,24 +652,24 @@ mod tests {
         let [a, b, third] = same[..] else {
             panic!("no three addresses of one set")
         };
-        let ra = c.rule(unwinder, &mut fh, table, a);
-        let rb = c.rule(unwinder, &mut fh, table, b);
+        let ra = c.rule(&modules, &mut fh, a);
+        let rb = c.rule(&modules, &mut fh, b);
         assert_eq!(c.learned, 2);
         for _ in 0..3 {
-            assert_eq!(c.rule(unwinder, &mut fh, table, a), ra);
-            assert_eq!(c.rule(unwinder, &mut fh, table, b), rb);
+            assert_eq!(c.rule(&modules, &mut fh, a), ra);
+            assert_eq!(c.rule(&modules, &mut fh, b), rb);
         }
         assert_eq!(c.learned, 2, "relearned a rule its set still held");
         // A third: `a`, learned first, goes; `b` stays.
-        c.rule(unwinder, &mut fh, table, third);
+        c.rule(&modules, &mut fh, third);
         assert_eq!(c.learned, 3);
-        c.rule(unwinder, &mut fh, table, b);
+        c.rule(&modules, &mut fh, b);
         assert_eq!(c.learned, 3);
         // `a` again: `b`, learned before `third`, goes (the order is that
         // of learning, not of use).
-        c.rule(unwinder, &mut fh, table, a);
+        c.rule(&modules, &mut fh, a);
         assert_eq!(c.learned, 4);
-        let rt = c.rule(unwinder, &mut fh, table, third);
+        let rt = c.rule(&modules, &mut fh, third);
         assert_eq!(c.learned, 4);
         // `a` and `third` are the set's two rules: a growth keeps both,
         // wherever the larger table puts them.
@@ -628,10 +677,10 @@ mod tests {
         c.grow();
         assert_eq!(c.len(), 2 * MIN_SLOTS);
         assert_eq!(c.learned, 0);
-        assert_eq!(c.rule(unwinder, &mut fh, table, a), ra);
-        assert_eq!(c.rule(unwinder, &mut fh, table, third), rt);
+        assert_eq!(c.rule(&modules, &mut fh, a), ra);
+        assert_eq!(c.rule(&modules, &mut fh, third), rt);
         assert_eq!(c.learned, 0, "a growth lost a rule");
-        assert_eq!(c.rule(unwinder, &mut fh, table, b), rb);
+        assert_eq!(c.rule(&modules, &mut fh, b), rb);
         assert_eq!(c.learned, 1);
     }
 
@@ -644,15 +693,12 @@ mod tests {
         let mut ours = RuleCache::new();
         let mut fh = DwarfCache::new_in();
         let address = FrameAddress::from_return_address(pc).unwrap();
-        let r1 = ours.rule(modules.unwinder(), &mut fh, modules.id(), address);
+        let r1 = ours.rule(&modules, &mut fh, address);
         let empty = crate::Modules::new();
         // No module: framehop's fallback (frame pointer) under the other table.
-        let r2 = ours.rule(empty.unwinder(), &mut fh, empty.id(), address);
+        let r2 = ours.rule(&empty, &mut fh, address);
         assert_eq!(r2, Rule::FramePointer);
         assert_ne!(modules.id(), empty.id());
-        assert_eq!(
-            ours.rule(modules.unwinder(), &mut fh, modules.id(), address),
-            r1
-        );
+        assert_eq!(ours.rule(&modules, &mut fh, address), r1);
     }
 }

@@ -109,12 +109,19 @@ fn record(out: &mut Vec<u8>, mut body: Vec<u8>) {
 
 /// `.eh_frame` with one CIE (CFA = rsp + 8, ra at CFA - 8) and one FDE per function.
 fn eh_frame() -> Vec<u8> {
+    eh_frame_and_index().0
+}
+
+/// [`eh_frame`] and, per function, (svma start, offset of its FDE).
+fn eh_frame_and_index() -> (Vec<u8>, Vec<(u64, u64)>) {
+    let mut index = Vec::new();
     let mut out = Vec::new();
     let mut cie = vec![0, 0, 0, 0, 1, b'z', b'R', 0, 1, 0x78, 16, 1, 0x03];
     cie.extend_from_slice(&[0x0c, 7, 8, 0x90, 1]);
     record(&mut out, cie);
     for (start, cfa) in FUNCS {
         let here = out.len() as u32;
+        index.push((start, u64::from(here)));
         let mut fde = Vec::new();
         fde.extend_from_slice(&(here + 4).to_le_bytes());
         fde.extend_from_slice(&(start as u32).to_le_bytes());
@@ -124,6 +131,20 @@ fn eh_frame() -> Vec<u8> {
         record(&mut out, fde);
     }
     out.extend_from_slice(&[0; 4]);
+    (out, index)
+}
+
+/// `.eh_frame_hdr` (datarel sdata4 search table) for an `.eh_frame` at
+/// svma `frame`, the header at svma `hdr`.
+fn eh_frame_hdr(hdr: u64, frame: u64, index: &[(u64, u64)]) -> Vec<u8> {
+    let rel = |x: u64, from: u64| (x as i64 - from as i64) as i32;
+    let mut out = vec![1, 0x1b, 0x03, 0x3b];
+    out.extend_from_slice(&rel(frame, hdr + 4).to_le_bytes());
+    out.extend_from_slice(&(index.len() as u32).to_le_bytes());
+    for &(start, fde) in index {
+        out.extend_from_slice(&rel(start, hdr).to_le_bytes());
+        out.extend_from_slice(&rel(frame + fde, hdr).to_le_bytes());
+    }
     out
 }
 
@@ -262,4 +283,57 @@ fn the_rule_cache_grows_outside_captures() {
     }
     assert_eq!(growths, 2);
     assert_eq!(t.rule_slots(), 4 * slots);
+}
+
+/// A thread that has learned many rules evaluates whole functions' CFI
+/// rows on a miss (the module has `.eh_frame_hdr`): those captures do not
+/// allocate either, their stacks are those of a full unwind, and each
+/// function is evaluated once.
+#[test]
+fn rules_from_cfi_rows_do_not_allocate() {
+    let (frame, index) = eh_frame_and_index();
+    let mut modules = Modules::new();
+    modules.add(ModuleData {
+        name: "cfi+hdr".into(),
+        base_avma: BASE,
+        text: BASE + 0x1000..BASE + 0x2000,
+        eh_frame_hdr: Some((BASE + 0x2800, eh_frame_hdr(0x2800, 0x3000, &index).into())),
+        eh_frame: Some((BASE + 0x3000, frame.into())),
+    });
+    let cfg = HeuristicConfig {
+        reseed_every: 4,
+        reseed_gap_ns: 0,
+        max_depth: 8,
+        check_reused: true,
+    };
+    let mut t = ThreadUnwinder::with_steps(Mode::Second, cfg, StepKind::Dwarf);
+    let (mem, regs) = cfi_stack(&[0, 3, 1, 2]);
+    let mut read = |a: u64| mem.get(a);
+    let mut grown = false;
+    // Capture points at every address of every function: 1024 rules.
+    let mut n = 0;
+    for f in [2usize, 0, 1, 3] {
+        for k in 0..0x100u64 {
+            let at = Regs {
+                pc: BASE + FUNCS[f].0 + k,
+                // The leaf's stack pointer as that function's frame leaves it.
+                sp: regs.sp + FUNCS[2].1 - FUNCS[f].1,
+                ..regs
+            };
+            let before = allocs();
+            let c = t.capture(&modules, at, 0x1000..0x1100, &mut read, n, true);
+            n += 1;
+            assert_eq!(allocs(), before, "allocated: {c:?}");
+            assert_eq!(c.validated, Some(true), "{f} {k:#x} {c:?}");
+            if t.wants_growth() {
+                t.grow_caches();
+                grown = true;
+            }
+        }
+    }
+    assert!(grown);
+    // Rows were used once the thread had learned enough, one evaluation
+    // per function met after that.
+    let evaluated = t.cfi_functions_evaluated();
+    assert!((1..=4).contains(&evaluated), "{evaluated}");
 }
