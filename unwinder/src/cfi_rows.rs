@@ -293,17 +293,8 @@ mod tests {
     use super::*;
     use crate::dwarf::DwarfCache;
     use crate::rule_cache::learn;
+    use crate::self_image::this_binary;
     use framehop::FrameAddress;
-
-    /// This test binary as the one module (real compiler output, with
-    /// `.eh_frame_hdr`).
-    fn this_binary() -> (std::ops::Range<u64>, crate::Modules) {
-        let data = crate::self_image::this_executable();
-        let text = data.text.clone();
-        let mut modules = crate::Modules::new();
-        modules.add(data);
-        (text, modules)
-    }
 
     /// Wherever a function's rows give a rule, it is the rule the rule
     /// cache learns by probing framehop at that address; the rows answer

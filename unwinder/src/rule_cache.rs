@@ -447,6 +447,7 @@ pub(crate) fn exec<R: ReadStack + ?Sized>(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::self_image::this_binary;
 
     #[test]
     fn infers_the_shapes_framehop_caches() {
@@ -487,15 +488,6 @@ mod tests {
             infer(sp, bp, (Some(TAG | (sp + 16)), sp + 24, 42)),
             Rule::Framehop
         );
-    }
-
-    /// This test binary as the one module, and its text.
-    fn this_binary() -> (std::ops::Range<u64>, crate::Modules) {
-        let data = crate::self_image::this_executable();
-        let text = data.text.clone();
-        let mut modules = crate::Modules::new();
-        modules.add(data);
-        (text, modules)
     }
 
     /// Every learned rule of this test binary's own `.eh_frame` (real compiler output),

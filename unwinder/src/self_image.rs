@@ -78,6 +78,15 @@ fn mapped_start() -> u64 {
         .unwrap()
 }
 
+/// This executable as the one module of a table, and its text.
+pub(crate) fn this_binary() -> (std::ops::Range<u64>, crate::Modules) {
+    let data = this_executable();
+    let text = data.text.clone();
+    let mut modules = crate::Modules::new();
+    modules.add(data);
+    (text, modules)
+}
+
 /// This executable as the interposer would describe it.
 pub(crate) fn this_executable() -> ModuleData {
     let elf = std::fs::read("/proc/self/exe").unwrap();

@@ -172,6 +172,17 @@ fn cfi_stack(chain: &[usize]) -> (Mem, Regs) {
     )
 }
 
+/// The heuristic's settings of these tests: a reseed every 4 captures,
+/// stacks of at most `max_depth` frames.
+fn config(max_depth: usize) -> HeuristicConfig {
+    HeuristicConfig {
+        reseed_every: 4,
+        reseed_gap_ns: 0,
+        max_depth,
+        check_reused: true,
+    }
+}
+
 fn modules() -> Modules {
     let mut m = Modules::new();
     m.add(ModuleData {
@@ -207,12 +218,7 @@ fn captures_do_not_allocate() {
         cfi_stack(&[0, 3, 1, 1, 1, 2]),
         cfi_stack(&[0, 2]),
     ];
-    let cfg = HeuristicConfig {
-        reseed_every: 4,
-        reseed_gap_ns: 0,
-        max_depth: 5,
-        check_reused: true,
-    };
+    let cfg = config(5);
     for mode in [Mode::None, Mode::Full, Mode::Fp, Mode::First, Mode::Second] {
         for steps in [StepKind::Dwarf, StepKind::Fp] {
             for stacks in [&fp_stacks, &cfi_stacks] {
@@ -252,12 +258,7 @@ fn captures_do_not_allocate() {
 #[test]
 fn the_rule_cache_grows_outside_captures() {
     let modules = modules();
-    let cfg = HeuristicConfig {
-        reseed_every: 4,
-        reseed_gap_ns: 0,
-        max_depth: 8,
-        check_reused: true,
-    };
+    let cfg = config(8);
     let mut t = ThreadUnwinder::with_steps(Mode::Second, cfg, StepKind::Dwarf);
     let slots = t.rule_slots();
     let (mem, regs) = cfi_stack(&[0, 3, 1, 2]);
@@ -300,12 +301,7 @@ fn rules_from_cfi_rows_do_not_allocate() {
         eh_frame_hdr: Some((BASE + 0x2800, eh_frame_hdr(0x2800, 0x3000, &index).into())),
         eh_frame: Some((BASE + 0x3000, frame.into())),
     });
-    let cfg = HeuristicConfig {
-        reseed_every: 4,
-        reseed_gap_ns: 0,
-        max_depth: 8,
-        check_reused: true,
-    };
+    let cfg = config(8);
     let mut t = ThreadUnwinder::with_steps(Mode::Second, cfg, StepKind::Dwarf);
     let (mem, regs) = cfi_stack(&[0, 3, 1, 2]);
     let mut read = |a: u64| mem.get(a);
