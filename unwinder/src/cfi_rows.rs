@@ -342,6 +342,82 @@ mod tests {
         );
     }
 
+    /// [`rows_give_the_rules_probing_framehop_gives`] over the text of the
+    /// ELF file at `path` (~200 000 addresses): how many the rows answered,
+    /// of how many.
+    fn rows_match_probing_in(path: &str) -> (u64, u64) {
+        let data = crate::self_image::file_image(path, 0x5555_0000_0000);
+        let text = data.text.clone();
+        let mut modules = crate::Modules::new();
+        modules.add(data);
+        let cfi = modules.cfi_for(text.start).unwrap();
+        let mut rows = FunctionRows::new();
+        rows.grow();
+        let mut fh = DwarfCache::new_in();
+        let (mut asked, mut answered) = (0u64, 0u64);
+        // An odd stride, so that every offset within a function comes up.
+        let step = ((text.end - text.start) / 100_000) | 1;
+        for pc in text.clone().step_by(step as usize) {
+            for address in [
+                FrameAddress::from_instruction_pointer(pc),
+                FrameAddress::from_return_address(pc + 1).unwrap(),
+            ] {
+                let lookup = address.address_for_lookup();
+                if let Some(r) = rows.rule(Some(cfi), lookup) {
+                    answered += 1;
+                    let probed = learn(modules.unwinder(), &mut fh, address);
+                    assert_eq!(r, probed, "{path} {lookup:#x}");
+                }
+                asked += 1;
+            }
+        }
+        eprintln!(
+            "{path}: {answered} of {asked} addresses answered by the rows, all as probing framehop; {} functions evaluated",
+            rows.evaluated()
+        );
+        (answered, asked)
+    }
+
+    /// The same in the C library this test runs with and, where installed,
+    /// gfortran's runtime, LAMMPS's library (C++; scripts/setup.sh installs
+    /// both) and a large Fortran program whose functions have thousands of
+    /// rows (Debian's CP2K, `apt-get install cp2k`, for
+    /// `benches/real_mpi.py --app cp2k`).
+    #[test]
+    fn rows_give_the_rules_probing_framehop_gives_in_system_binaries() {
+        let maps = std::fs::read_to_string("/proc/self/maps").unwrap();
+        let libc = maps
+            .lines()
+            .filter_map(|l| l.split_whitespace().nth(5))
+            .find(|p| p.ends_with("/libc.so.6"))
+            .expect("this test's C library");
+        let (answered, asked) = rows_match_probing_in(libc);
+        assert!(answered > asked / 2, "{answered} of {asked}");
+        for path in [
+            "/usr/lib/x86_64-linux-gnu/libgfortran.so.5",
+            "/usr/lib/x86_64-linux-gnu/liblammps.so.0",
+            "/usr/bin/cp2k.psmp",
+        ] {
+            if std::path::Path::new(path).exists() {
+                let (answered, asked) = rows_match_probing_in(path);
+                assert!(answered > asked / 2, "{path}: {answered} of {asked}");
+            }
+        }
+    }
+
+    /// The same over the binaries `WMHCCT_CFI_BINARIES` names (a list
+    /// separated by `:`). Run by hand:
+    /// `WMHCCT_CFI_BINARIES=… cargo test -p wmhcct-unwinder -- --ignored`.
+    #[test]
+    #[ignore = "reads the binaries named by WMHCCT_CFI_BINARIES"]
+    fn rows_give_the_rules_probing_framehop_gives_in_other_binaries() {
+        let list = std::env::var("WMHCCT_CFI_BINARIES").expect("WMHCCT_CFI_BINARIES");
+        for path in list.split(':').filter(|p| !p.is_empty()) {
+            let (answered, asked) = rows_match_probing_in(path);
+            assert!(answered > 0, "{path}: none of {asked}");
+        }
+    }
+
     /// A function's rows span its whole entry: every address of one
     /// function is answered from one evaluation, and a second pass over
     /// the same addresses evaluates nothing more.

@@ -90,13 +90,24 @@ pub(crate) fn this_binary() -> (std::ops::Range<u64>, crate::Modules) {
 /// This executable as the interposer would describe it.
 pub(crate) fn this_executable() -> ModuleData {
     let elf = std::fs::read("/proc/self/exe").unwrap();
+    let (lowest, _) = segments(&elf);
+    image(&elf, "self", mapped_start() - (lowest & !0xfff))
+}
+
+/// The ELF file at `path` as the interposer would describe it if it were
+/// loaded with bias `base` (only its unwind tables are read, never its
+/// code: it need not be mapped).
+pub(crate) fn file_image(path: &str, base: u64) -> ModuleData {
+    image(&std::fs::read(path).unwrap(), path, base)
+}
+
+fn image(elf: &[u8], name: &str, base: u64) -> ModuleData {
     assert_eq!(&elf[..4], b"\x7fELF");
-    let (lowest, text) = segments(&elf);
-    let base = mapped_start() - (lowest & !0xfff);
-    let hdr = section(&elf, ".eh_frame_hdr").unwrap();
-    let eh = section(&elf, ".eh_frame").unwrap();
+    let (_, text) = segments(elf);
+    let hdr = section(elf, ".eh_frame_hdr").unwrap();
+    let eh = section(elf, ".eh_frame").unwrap();
     ModuleData {
-        name: "self".into(),
+        name: name.into(),
         base_avma: base,
         text: base + text.start..base + text.end,
         eh_frame_hdr: Some((base + hdr.addr, hdr.data.into())),
