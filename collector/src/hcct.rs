@@ -302,9 +302,9 @@ impl Hcct {
         bytes: u64,
         epoch: u64,
     ) -> bool {
-        let node = self.tree.item_gen_mut(r, gen).map(|x| x.node);
-        let held = node
-            .and_then(|n| self.tree.get(n))
+        let held = self
+            .item_node(r, gen)
+            .and_then(|n| self.tree.node(n))
             .is_some_and(|n| n.key == item_key);
         if held && count > 0 {
             self.update(r, count, bytes, epoch);

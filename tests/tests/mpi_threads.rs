@@ -29,27 +29,16 @@ fn thread_multiple(name: &str, env: &[(&str, &str)]) {
     let dir = WorkDir::new(name);
     let exe = mpi_compile("mpicc", "mpi_threads.c", &dir.path, &["-pthread"]);
     let iters = ITERS.to_string();
-    let plain = launch(
-        Launcher::OpenMpi,
-        P as u32,
-        &exe,
-        &[&iters],
-        &dir.path,
-        None,
-        &[],
-    );
-    assert_eq!(plain.code, 0, "without the tracer: {}", plain.describe());
     let report = dir.join("threads.h5");
-    let traced = launch(
+    let plain = untraced_then_traced(
         Launcher::OpenMpi,
         P as u32,
         &exe,
         &[&iters],
         &dir.path,
-        Some(&report),
+        &report,
         env,
     );
-    assert_same_as_untraced(&plain, &traced, &report);
     assert!(
         plain
             .stdout

@@ -131,6 +131,25 @@ pub fn assert_same_as_untraced(plain: &Output, traced: &Output, report: &Path) {
     );
 }
 
+/// `exe args` on `np` ranks started by `launcher` in `dir` without the
+/// tracer, which must succeed, then with it (`report`, `env`), which must
+/// match it ([`assert_same_as_untraced`]). Returns the untraced run.
+pub fn untraced_then_traced(
+    launcher: Launcher,
+    np: u32,
+    exe: &Path,
+    args: &[&str],
+    dir: &Path,
+    report: &Path,
+    env: &[(&str, &str)],
+) -> Output {
+    let plain = launch(launcher, np, exe, args, dir, None, &[]);
+    assert_eq!(plain.code, 0, "without the tracer: {}", plain.describe());
+    let traced = launch(launcher, np, exe, args, dir, Some(report), env);
+    assert_same_as_untraced(&plain, &traced, report);
+    plain
+}
+
 /// Ranks of the pattern jobs (`tests/programs/mpi_pattern*`).
 pub const PATTERN_RANKS: u64 = 4;
 /// Their `K` (the programs' default).
