@@ -240,7 +240,12 @@ impl RuleCache {
         address: FrameAddress,
     ) -> Rule {
         let lookup = address.address_for_lookup();
-        let rule = match self.rows.rule(modules.cfi_for(lookup), lookup) {
+        let from_rows = if self.rows.is_active() {
+            self.rows.rule(modules.cfi_for(lookup), lookup)
+        } else {
+            None
+        };
+        let rule = match from_rows {
             Some(rule) => rule,
             None => learn(modules.unwinder(), framehop, address),
         };
@@ -262,19 +267,26 @@ impl RuleCache {
     /// Whether [`RuleCache::grow`] would grow it.
     #[inline]
     pub(crate) fn wants_growth(&self) -> bool {
-        (self.learned > self.slots.len() / 4 && self.slots.len() < MAX_SLOTS)
-            || (self.learned_total >= ROWS_AFTER && !self.rows.is_active())
+        self.slots_want_growth() || (self.learned_total >= ROWS_AFTER && !self.rows.is_active())
     }
 
-    /// Doubles the slots, keeping the rules, if it [`wants_growth`]. Allocates:
-    /// never during a capture. Without the memory, it stays as it is.
+    /// A quarter of the slots learned since the last growth, below the bound.
+    #[inline]
+    fn slots_want_growth(&self) -> bool {
+        self.learned > self.slots.len() / 4 && self.slots.len() < MAX_SLOTS
+    }
+
+    /// Doubles the slots, keeping the rules, and makes the functions' rows
+    /// buffers after [`ROWS_AFTER`] rules, if it [`wants_growth`].
+    /// Allocates: never during a capture. Without the memory, it stays as
+    /// it is.
     ///
     /// [`wants_growth`]: RuleCache::wants_growth
     pub(crate) fn grow(&mut self) {
         if self.learned_total >= ROWS_AFTER {
             self.rows.grow();
         }
-        if !(self.learned > self.slots.len() / 4 && self.slots.len() < MAX_SLOTS) {
+        if !self.slots_want_growth() {
             return;
         }
         let n = self.slots.len() * 2;
