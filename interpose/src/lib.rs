@@ -7,6 +7,7 @@
 //! `guard::Guard` keeps the hooks from re-entering.
 
 mod arena;
+mod bernoulli;
 mod biased_lock;
 mod clock;
 /// The settings (`WMHCCT_*`), parsed by the format crate, which `wmhcct run`

@@ -8,6 +8,7 @@ use wmhcct_collector::packet::Replay;
 use wmhcct_collector::Cursor;
 use wmhcct_unwinder::{HeuristicConfig, Mode, RootAnchored, ThreadUnwinder, UnwindStats};
 
+use crate::bernoulli::Bernoulli;
 use crate::config::{Config, UnwindMode};
 use crate::stack_memory::OwnStack;
 use crate::thread_key::ThreadKey;
@@ -96,13 +97,12 @@ pub struct ThreadState {
     /// The module table this thread unwinds with, and its generation
     /// (`Tracer::modules_gen`).
     pub modules: Option<(u64, std::sync::Arc<wmhcct_unwinder::Modules>)>,
-    rng: u64,
-    /// Fraction of captures also fully unwound to measure accuracy
-    /// (`WMHCCT_VALIDATE`): only a heuristic's (`first`, `second`). `full`
-    /// would check its own walk, and `fp` one frame-pointer walk against
-    /// another (it read 100 % on code without frame pointers, 1 frame per
-    /// stack).
-    pub validate: f64,
+    /// Which captures are also fully unwound to measure accuracy, a fraction
+    /// `WMHCCT_VALIDATE` of them: only a heuristic's (`first`, `second`).
+    /// `full` would check its own walk, and `fp` one frame-pointer walk
+    /// against another (it read 100 % on code without frame pointers, 1
+    /// frame per stack).
+    pub validate: Bernoulli,
 }
 
 fn mode(m: UnwindMode) -> Mode {
@@ -139,23 +139,15 @@ impl ThreadState {
             reported: UnwindStats::default(),
             counted: false,
             modules: None,
-            // SAFETY: pthread_self has no preconditions.
-            rng: (unsafe { libc::pthread_self() } as u64) | 1,
-            validate: match cfg.unwind {
-                UnwindMode::First | UnwindMode::Second => cfg.validate,
-                _ => 0.0,
-            },
+            validate: Bernoulli::new(
+                match cfg.unwind {
+                    UnwindMode::First | UnwindMode::Second => cfg.validate,
+                    _ => 0.0,
+                },
+                // SAFETY: pthread_self has no preconditions.
+                unsafe { libc::pthread_self() } as u64,
+            ),
         }
-    }
-
-    /// A uniform number in [0, 1) (xorshift64*), for sampling validations.
-    pub fn random(&mut self) -> f64 {
-        let mut x = self.rng;
-        x ^= x >> 12;
-        x ^= x << 25;
-        x ^= x >> 27;
-        self.rng = x;
-        (x.wrapping_mul(0x2545_f491_4f6c_dd1d) >> 11) as f64 / (1u64 << 53) as f64
     }
 
     /// Statistics since the last call, to add to the process totals.

@@ -409,7 +409,7 @@ const ROOM: u64 = 64 << 10;
 
 #[inline(never)]
 fn capture_here(t: &Tracer, ts: &mut ThreadState, now: u64, regs: Regs) -> (usize, u64) {
-    let validate = ts.validate > 0.0 && ts.random() < ts.validate;
+    let validate = ts.validate.take();
     // A capture point at a call (`exports::from_caller`) has its return
     // address just below its stack pointer, where the call wrote it:
     // readable, and read by the reused-frame check. (From inside the tracer,
