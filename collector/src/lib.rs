@@ -28,6 +28,7 @@ pub mod ptr_table;
 pub mod query;
 pub mod rebin;
 pub mod reservoir;
+pub mod same_paths;
 pub mod series;
 pub mod space_saving;
 

@@ -8,8 +8,10 @@
 use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering;
 
-use wmhcct_collector::{Collector, SeriesConfig};
-use wmhcct_format::{shell_word, KindTotal, Meta, Profile, TracerStats, ALLOC_KINDS, MPI_KINDS};
+use wmhcct_collector::{job_series, same_paths, Collector, SeriesConfig};
+use wmhcct_format::{
+    shell_word, KindTotal, Meta, Profile, TracerStats, ALLOC_KINDS, MPI_KINDS, NO_CONTEXT,
+};
 
 use crate::guard::Guard;
 use crate::output;
@@ -66,8 +68,9 @@ pub fn build(t: &Tracer, core: &Core, reason: &str) -> Profile {
     // The series' sample contexts are rows of the allocation tree: made
     // with it, so its rows are computed once.
     let ((tree, series), mpi_tree) = {
-        let mut resolve = crate::frame_keys::resolver(&records);
-        (
+        let mut resolver = crate::frame_keys::resolver(&records);
+        let mut resolve = |a| resolver.key(a);
+        let trees = (
             core.collector.snapshot_with_series(
                 "alloc",
                 &mut resolve,
@@ -75,7 +78,25 @@ pub fn build(t: &Tracer, core: &Core, reason: &str) -> Profile {
                 t.start_unix_ns,
             ),
             core.mpi.snapshot_tree("mpi", &mut resolve),
-        )
+        );
+        if resolver.aliased() {
+            // A file loaded twice: its two loads' frames are one path now.
+            let ((mut tree, mut series), mut mpi_tree) = trees;
+            if let Some((merged, rows)) = same_paths::merge_same_paths(&tree) {
+                tree = merged;
+                if let Some(s) = series.as_mut() {
+                    job_series::remap_contexts(s, &|c| {
+                        rows.get(c as usize).copied().unwrap_or(NO_CONTEXT)
+                    });
+                }
+            }
+            if let Some((merged, _)) = same_paths::merge_same_paths(&mpi_tree) {
+                mpi_tree = merged;
+            }
+            ((tree, series), mpi_tree)
+        } else {
+            trees
+        }
     };
     // Keep only modules the tree refers to? No: keep all (small), so that
     // readers can show what was loaded.

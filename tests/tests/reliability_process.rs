@@ -180,6 +180,49 @@ fn dlopen_dlclose_1000_times() {
     );
 }
 
+/// A library closed and opened again at another address each time (the
+/// program keeps the page where it was taken): the same code is the same
+/// frames, whichever load ran it. The report holds one context through
+/// `rel_lib_inner`, with every load's calls, not one per address, and one
+/// for `rel_lib_hot_inner` under it; the program's output says the library
+/// did move. (With 1000 loads the dynamic loader mostly reuses one place,
+/// which hid this until the tracer's own memory took that place now and
+/// then.)
+#[test]
+fn a_library_reloaded_at_other_addresses_is_one_set_of_frames() {
+    let w = WorkDir::new("rel-dlmove");
+    let so = shared_library("rel_dlib.c", &w.path);
+    let exe = compile("rel_dlopen.c", &w.path, Opt::Debug, &[]);
+    let so_s = so.to_string_lossy().into_owned();
+    let args = [so_s.as_str(), "20", "move"];
+    let native = run_plain(&exe, &args, &w.path);
+    assert_eq!(native.code, 0, "{}", native.describe());
+    let moved = native
+        .stdout
+        .lines()
+        .find_map(|l| l.strip_prefix("loaded at "))
+        .and_then(|l| l.split(' ').next())
+        .and_then(|n| n.parse::<u32>().ok())
+        .unwrap_or(0);
+    assert!(moved >= 10, "the library did not move: {}", native.stdout);
+    let h5 = w.join("dlmove.h5");
+    let out = run_traced(&exe, &args, &w.path, &h5, &[]);
+    assert_eq!(out.code, 0, "{}", out.describe());
+    assert_eq!(out.stdout, native.stdout, "output unchanged");
+    assert_clean_stderr(&out, &h5);
+    let r = report_json(&h5);
+    let inner = context_with(&r, "malloc", "rel_lib_inner");
+    assert_eq!(u64_of(&inner["count"]), 60, "{inner}");
+    let names = stack_names(inner);
+    assert_eq!(
+        names[..4],
+        ["rel_lib_inner", "rel_lib_outer", "rel_lib_work", "main"],
+        "{names:?}"
+    );
+    let hot = context_with(&r, "malloc", "rel_lib_hot_inner");
+    assert_eq!(u64_of(&hot["count"]), 1000, "{hot}");
+}
+
 /// A library's constructor allocates while `dlopen` runs it: the capture
 /// point is in an object the tracer's table does not hold yet (it rescans
 /// when a walk meets unknown code). Built `-O2` without frame pointers, so
