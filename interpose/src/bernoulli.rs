@@ -40,15 +40,12 @@ impl Bernoulli {
         }
     }
 
+    /// The count ran down: this capture is sampled, unless `p` is 0 (then
+    /// it ran down over 2^64 captures, and starts again).
     #[cold]
     fn sampled(&mut self) -> bool {
-        if self.p <= 0.0 {
-            // Never: the count ran down over 2^64 captures.
-            self.next_in = u64::MAX;
-            return false;
-        }
         self.next_in = self.gap();
-        true
+        self.p > 0.0
     }
 
     /// A geometric gap: `floor(ln U / ln(1 - p)) + 1` with `U` uniform in
