@@ -13,10 +13,16 @@
  *                      32 records and waits when the ring is full;
  *   ring+thread+clock  the same with a time-stamp counter read per call in
  *                      the record's last word (wmhcct's event clock reads
- *                      the TSC too, then converts it).
+ *                      the TSC too, then converts it);
+ *   ring+thread+lent-clock
+ *                      the same, but the consumer thread publishes its TSC
+ *                      reading whenever it has moved on by ~10 µs and the
+ *                      writer stores that word, reading the TSC itself
+ *                      once every 32 calls (wmhcct's collector thread lends
+ *                      its clock so: interpose/src/shared_clock.rs).
  *
- * wmhcct's collector thread works like `ring+thread+clock` (one ring, records
- * published in batches, a clock read per event) plus the stack: the
+ * wmhcct's collector thread works like `ring+thread+lent-clock` (one ring,
+ * records published in batches, a time stamp per event) plus the stack: the
  * difference between these rows and wmhcct's is what the stack and the
  * per-event bookkeeping cost.
  *
@@ -50,8 +56,14 @@ static struct { volatile uint64_t v; char pad[120]; } consumed __attribute__((al
 /* The writer's own state. */
 static struct {
     uint64_t tail, pushes, calls;
-    int level; /* -1: not read yet; 0 count; 1 ring; 2 +thread; 3 +clock */
-} w __attribute__((aligned(128))) = {0, 0, 0, -1};
+    int level; /* -1: not read yet; 0 count; 1 ring; 2 +thread; 3 +clock;
+                  4 +lent clock */
+    uint32_t own_reads; /* level 4: calls left before the writer's own read */
+} w __attribute__((aligned(128))) = {0, 0, 0, -1, 0};
+/* Level 4: the consumer's TSC reading, lent to the writer. */
+static struct { volatile uint64_t v; char pad[120]; } lent __attribute__((aligned(128)));
+/* TSC ticks between two publications of the lent clock (~10 µs at 3 GHz). */
+#define LEND_STEP 30000
 static volatile uint64_t sink;
 static __thread int inside;
 static pthread_once_t once = PTHREAD_ONCE_INIT;
@@ -64,9 +76,10 @@ static int level(void) {
         else if (!strcmp(s, "ring")) l = 1;
         else if (!strcmp(s, "ring+thread")) l = 2;
         else if (!strcmp(s, "ring+thread+clock")) l = 3;
+        else if (!strcmp(s, "ring+thread+lent-clock")) l = 4;
         if (l < 0) {
             fprintf(stderr, "handover_floor: HANDOVER_FLOOR=%s: accepted values are count, ring, "
-                            "ring+thread, ring+thread+clock\n", s);
+                            "ring+thread, ring+thread+clock, ring+thread+lent-clock\n", s);
             exit(2);
         }
         w.level = l;
@@ -87,7 +100,12 @@ static inline uint64_t clock_word(void) {
 static void *consume(void *arg) {
     (void)arg;
     uint64_t sum = 0, head = 0;
+    int lend = w.level >= 4;
     for (;;) {
+        if (lend) {
+            uint64_t now = clock_word();
+            if (now - lent.v >= LEND_STEP) lent.v = now;
+        }
         uint64_t tail = __atomic_load_n(&published.v, __ATOMIC_ACQUIRE);
         if (tail - head < MIN_WORDS) {
 #if defined(__x86_64__)
@@ -126,7 +144,15 @@ static inline void push(uint64_t kind, uint64_t ptr, uint64_t size) {
     r[0] = kind;
     r[1] = ptr;
     r[2] = size;
-    r[3] = l >= 3 ? clock_word() : 0;
+    if (l == 4 && w.own_reads != 0) {
+        w.own_reads--;
+        r[3] = lent.v;
+    } else if (l >= 3) {
+        r[3] = clock_word();
+        w.own_reads = 32;
+    } else {
+        r[3] = 0;
+    }
     w.tail = t + RECORD_WORDS;
     if (++w.pushes % PUBLISH_EVERY == 0 && l >= 2)
         __atomic_store_n(&published.v, w.tail, __ATOMIC_RELEASE);

@@ -145,6 +145,17 @@ pub fn now_ns_at(anchor: &Cell<Anchor>) -> u64 {
     out
 }
 
+/// `ns`, or the thread's last returned value if that is later; becomes
+/// the thread's last value (`shared_clock.rs` stamps through it).
+#[inline]
+pub fn not_before(anchor: &Cell<Anchor>, ns: u64) -> u64 {
+    let mut a = anchor.get();
+    let out = ns.max(a.last);
+    a.last = out;
+    anchor.set(a);
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -50,6 +50,7 @@ mod report;
 mod reserve;
 mod resident;
 mod sealed;
+mod shared_clock;
 mod signals;
 mod stack_memory;
 #[cfg(target_env = "gnu")]

@@ -38,6 +38,7 @@ use wmhcct_collector::packet::{self, Decoded, Event};
 use wmhcct_unwinder::UnwindStats;
 
 use crate::biased_lock::BiasedMutex;
+use crate::shared_clock::SharedClock;
 use crate::thread::CursorCell;
 use crate::tracer::Core;
 
@@ -52,6 +53,9 @@ pub const WAKE_EVERY: u32 = 512;
 const PUBLISH_EVERY: u32 = 32;
 /// Records the collector thread applies per hold of the core lock.
 const BATCH: usize = 4096;
+/// Records the collector thread applies between two publications of its
+/// clock (`shared_clock.rs`): a few microseconds' work.
+const CLOCK_EVERY: usize = 128;
 /// Polls of an empty ring before the collector thread sleeps (about 50 µs
 /// here): while the program allocates steadily, the collector thread stays
 /// awake and the program's thread makes no wake-up system calls.
@@ -159,6 +163,9 @@ pub struct Packets {
     active: AtomicBool,
     /// The collector thread sleeps on this word (1: asleep or about to be).
     sleeping: AtomicU32,
+    /// The collector thread's clock, lent to the recording threads while it
+    /// is awake (`shared_clock.rs`).
+    pub clock: SharedClock,
 }
 
 impl Packets {
@@ -168,6 +175,7 @@ impl Packets {
             ring: Ring::new(),
             active: AtomicBool::new(false),
             sleeping: AtomicU32::new(0),
+            clock: SharedClock::new(),
         }
     }
 
@@ -304,6 +312,7 @@ impl Packets {
 
     /// Sleep until woken or [`SLEEP_NS`] passed, unless records arrived.
     fn sleep(&self) {
+        self.clock.withdraw();
         self.sleeping.store(1, Ordering::Relaxed);
         fence(Ordering::SeqCst);
         if self.pending() == 0 {
@@ -357,6 +366,7 @@ fn collect(t: &'static crate::tracer::Tracer, p: &'static Packets) {
     // alone, so they cross between the cores once.
     let mut woke = false;
     loop {
+        p.clock.publish(crate::clock::now_ns());
         let pending = p.pending();
         if pending >= MIN_WORDS || (woke && pending > 0) {
             woke = false;
@@ -365,18 +375,29 @@ fn collect(t: &'static crate::tracer::Tracer, p: &'static Packets) {
                 // The report is taken under the core lock: nothing is
                 // applied after it.
                 if crate::tracer::running().is_none() {
+                    p.clock.withdraw();
                     return;
                 }
-                p.drain(&mut core, BATCH);
+                let mut left = BATCH;
+                while left > 0 {
+                    let n = p.drain(&mut core, left.min(CLOCK_EVERY));
+                    p.clock.publish(crate::clock::now_ns());
+                    if n == 0 {
+                        break;
+                    }
+                    left -= n;
+                }
                 core.collector.live_bytes() >= core.snapshot_at
             };
             if snapshot_due {
+                p.clock.withdraw();
                 crate::report::snapshot_ordered(t);
             }
             idle = 0;
             continue;
         }
         if crate::tracer::running().is_none() {
+            p.clock.withdraw();
             return;
         }
         idle += 1;
@@ -390,6 +411,7 @@ fn collect(t: &'static crate::tracer::Tracer, p: &'static Packets) {
                 // exit(0) as it would have without the tracer (exit
                 // handlers and the report run here). Staying would keep
                 // the process alive forever.
+                p.clock.withdraw();
                 return;
             }
             p.sleep();

@@ -20,6 +20,9 @@ pub struct PerThread {
     pub inside: Cell<u8>,
     /// `clock.rs`: the thread's last (tsc, ns) anchor.
     pub anchor: Cell<Anchor>,
+    /// `shared_clock.rs`: events the thread may still stamp from the
+    /// collector thread's published clock.
+    pub clock_trust: Cell<u32>,
     /// `deferred.rs`: allocator calls of a signal handler that interrupted
     /// the thread while it recorded an event.
     pub ring: Ring,
@@ -38,6 +41,7 @@ thread_local! {
         PerThread {
             inside: Cell::new(crate::guard::OUTSIDE),
             anchor: Cell::new(Anchor::ZERO),
+            clock_trust: Cell::new(0),
             ring: Ring::new(),
             slot: Slot::new(),
             tracer_stack: crate::tracer_stack::Top::new(crate::tracer_stack::NONE),

@@ -608,10 +608,19 @@ fn with_capture<R>(
     f(&mut core, ts, unchanged, stamp)
 }
 
-/// The event clock, with the anchor from the guard's block, since tracer start.
+/// The event clock, with the anchor from the guard's block, since tracer
+/// start: the collector thread's published clock while it runs
+/// (`shared_clock.rs`), else the thread's own reading.
 #[inline]
 fn event_ns(g: &Guard, t: &Tracer) -> u64 {
-    crate::clock::now_ns_at(&g.per_thread().anchor).saturating_sub(t.start_mono_ns)
+    let pt = g.per_thread();
+    let mono = match packets(t) {
+        Some(p) => p
+            .clock
+            .now(&pt.anchor, &pt.clock_trust, crate::clock::now_ns_at),
+        None => crate::clock::now_ns_at(&pt.anchor),
+    };
+    mono.saturating_sub(t.start_mono_ns)
 }
 
 /// An allocation that returned `ptr` (NULL: failed) for `size` bytes.

@@ -37,6 +37,7 @@ fn quick_benchmark_harness_runs_and_prints_its_tables() {
             "## Collector placement",
             "| floor:count |",
             "| floor:ring+thread+clock |",
+            "| floor:ring+thread+lent-clock |",
             "### Targets",
             "- floor (bursts): counting each call and handing it to a thread",
         ],
@@ -90,7 +91,7 @@ fn unknown_benchmark_names_are_refused_with_the_accepted_ones() {
         (
             "--floors",
             "ring+nothing",
-            "accepted: count, ring, ring+thread, ring+thread+clock",
+            "accepted: count, ring, ring+thread, ring+thread+clock, ring+thread+lent-clock",
         ),
     ] {
         let mut c = command(

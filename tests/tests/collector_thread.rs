@@ -380,3 +380,56 @@ fn a_main_thread_that_ends_first_does_not_keep_the_process_alive() {
         );
     }
 }
+
+/// The collector thread lends its clock to the recording threads while it
+/// is awake (`interpose/src/shared_clock.rs`) and withdraws it before it
+/// sleeps: the heap's peak, one block allocated at a known time, is stamped
+/// at that time whether the block came amid a stream of allocations or
+/// after the collector thread had gone to sleep (a clock left published
+/// there would stamp it ~400 ms early).
+#[test]
+fn events_are_stamped_when_they_happen_with_the_collector_thread() {
+    let w = WorkDir::new("collector-clock");
+    let exe = compile("clock_phases.c", &w.path, Opt::Release, &[]);
+    for mode in ["busy", "idle"] {
+        let h5 = w.join(format!("{mode}.h5"));
+        let out = run_traced(
+            &exe,
+            &[mode],
+            &w.path,
+            &h5,
+            &[("WMHCCT_COLLECTOR", "thread")],
+        );
+        assert_eq!(out.code, 0, "{mode}: {}", out.describe());
+        assert_clean_stderr(&out, &h5);
+        let line = out
+            .stdout
+            .lines()
+            .find(|l| l.starts_with("block "))
+            .unwrap_or_else(|| panic!("{mode}: {}", out.describe()));
+        let t: Vec<u64> = line
+            .split_whitespace()
+            .skip(1)
+            .map(|x| x.parse().unwrap())
+            .collect();
+        let r = report_json(&h5);
+        assert!(
+            u64_of(&r["peak_bytes"]) >= 24 << 20,
+            "{mode}: {}",
+            r["heap"]
+        );
+        let at = u64_of(&r["start_unix_ns"]) + u64_of(&r["heap"]["peak_time_ns"]);
+        // A stamp is never late (1 ms for the two clocks' origins), and
+        // early by at most the published clock's step and lag, or a stalled
+        // collector thread's time off the CPU on a loaded machine.
+        let (early, late) = (t[0].saturating_sub(at), at.saturating_sub(t[1]));
+        assert!(
+            early <= 20_000_000 && late <= 1_000_000,
+            "{mode}: the peak is stamped {}, the block was allocated in {}..{} \
+             ({early} ns early, {late} ns late)",
+            at,
+            t[0],
+            t[1]
+        );
+    }
+}
