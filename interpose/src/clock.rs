@@ -127,7 +127,7 @@ pub fn now_ns_at(anchor: &Cell<Anchor>) -> u64 {
         return system_ns();
     }
     let tsc = rdtsc();
-    let mut a = anchor.get();
+    let a = anchor.get();
     let dt = tsc.wrapping_sub(a.tsc);
     let mult = MULT.load(Ordering::Relaxed);
     let ns = if a.ns != 0 && mult != 0 && dt < REANCHOR_TICKS {
@@ -135,18 +135,19 @@ pub fn now_ns_at(anchor: &Cell<Anchor>) -> u64 {
     } else {
         let sys = system_ns();
         calibrate(tsc, sys);
-        a.tsc = tsc;
-        a.ns = sys;
+        anchor.set(Anchor {
+            tsc,
+            ns: sys,
+            last: a.last,
+        });
         sys
     };
-    let out = ns.max(a.last);
-    a.last = out;
-    anchor.set(a);
-    out
+    not_before(anchor, ns)
 }
 
 /// `ns`, or the thread's last returned value if that is later; becomes
-/// the thread's last value (`shared_clock.rs` stamps through it).
+/// the thread's last value (per thread the clock never goes backwards;
+/// `shared_clock.rs` stamps through it too).
 #[inline]
 pub fn not_before(anchor: &Cell<Anchor>, ns: u64) -> u64 {
     let mut a = anchor.get();
