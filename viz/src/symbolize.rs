@@ -261,9 +261,8 @@ impl<'a> ModuleResolver<'a> {
         if !usable(module) {
             return None;
         }
-        let mut sections = DebugSections::load(path, threads)?;
         let probes: Vec<u64> = offsets.iter().map(|o| o.saturating_sub(1)).collect();
-        sections.keep_units_of(&probes);
+        let sections = DebugSections::load_for(path, threads, &probes)?;
         Some(Debug {
             path: path.to_path_buf(),
             sections,
