@@ -614,6 +614,54 @@ mod tests {
         }
     }
 
+    /// 64-bit DWARF (`-gdwarf64`: a unit's length is 0xffff_ffff and 8
+    /// bytes): an address of the first unit decompresses that unit alone,
+    /// one of the second all of them, and the lookups are the whole file's.
+    #[test]
+    fn a_64_bit_unit_is_read_to_its_end() {
+        let dir = tempfile::tempdir().unwrap();
+        let a = dir.path().join("a.c");
+        let b = dir.path().join("b.c");
+        std::fs::write(
+            &a,
+            "__attribute__((noinline)) int first_fn(int n) { return n * 3 + 1; }\n",
+        )
+        .unwrap();
+        std::fs::write(
+            &b,
+            "int first_fn(int);\n\
+             __attribute__((noinline)) int second_fn(int n) { return first_fn(n) * 5 - 2; }\n\
+             int main(int c, char **v) { (void)v; return second_fn(c); }\n",
+        )
+        .unwrap();
+        let exe = dir.path().join("x");
+        let status = std::process::Command::new("gcc")
+            .args(["-O2", "-g", "-gdwarf64", "-gz=zlib", "-o"])
+            .args([exe.as_os_str(), a.as_os_str(), b.as_os_str()])
+            .status()
+            .unwrap();
+        assert!(status.success(), "gcc");
+        let whole = DebugSections::load(&exe, 1).unwrap();
+        let whole_ctx = whole.context().unwrap();
+        let (first, second) = (inside(&exe, "first_fn"), inside(&exe, "second_fn"));
+        let (some, _) = load_for(&exe, 1, &[first]);
+        assert!(
+            some.info_len() < whole.info_len() / 2,
+            "{} of {} bytes",
+            some.info_len(),
+            whole.info_len()
+        );
+        let found = lookup(&some.context().unwrap(), first);
+        assert_eq!(found, lookup(&whole_ctx, first));
+        assert_eq!(found.0[0].0.as_deref(), Some("first_fn"));
+        let (some, _) = load_for(&exe, 1, &[first, second]);
+        assert_eq!(some.info_len(), whole.info_len());
+        let ctx = some.context().unwrap();
+        for p in [first, second] {
+            assert_eq!(lookup(&ctx, p), lookup(&whole_ctx, p), "{p:#x}");
+        }
+    }
+
     /// An address `.debug_aranges` names no unit for may be in a unit it
     /// does not cover, anywhere: all of `.debug_info` is decompressed.
     #[test]
