@@ -18,8 +18,8 @@
 //! addresses are in is decompressed ([`DebugSections::load_for`]), when
 //! `.debug_aranges` names a unit for every address: a zlib stream is read
 //! from its start, and the C library's first units hold the root of every
-//! single-threaded stack (`__libc_start_call_main`'s ends 25 KB into 5.8 MB), a
-//! thread's root (`clone3`) lies at 4.1 MB.
+//! single-threaded stack (`__libc_start_call_main`'s unit ends 25 KB into
+//! 5.8 MB); a thread's root (`clone3`) lies at 4.1 MB.
 //!
 //! A debug file has no split units (those are the `.dwo`/`.dwp` files of
 //! `-gsplit-dwarf` builds, which the `Loader` still reads for module files).
