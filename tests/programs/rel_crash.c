@@ -9,7 +9,10 @@
  * fpe:    divides an integer by zero (SIGFPE)
  * kill:   sends itself SIGBUS with kill() (asynchronous)
  * thread: a second thread crashes (SIGSEGV) while the main thread keeps
- *         allocating in rel_crash_spin
+ *         allocating in rel_crash_spin (1-byte blocks: however long the
+ *         crash takes to come on a loaded machine, rel_crash_keep's 5000
+ *         bytes stay above phi of all the bytes, a hot context; with 64-byte
+ *         blocks a crash 70 ms late, 1.2 million calls, left it out)
  * own:    installs its own SIGSEGV handler, which recovers with
  *         siglongjmp; then the program prints "recovered" and exits 0
  * polite: installs its own SIGSEGV handler only if the disposition is the
@@ -58,7 +61,7 @@ static volatile int spinning;
 NOIPA void rel_crash_spin(void) {
     spinning = 1;
     for (;;) {
-        char *volatile p = malloc(64);
+        char *volatile p = malloc(1);
         free(p);
     }
 }
