@@ -11,7 +11,7 @@
 //! section (`.debug_info`, two thirds of the work) is decompressed on a
 //! thread of its own while this one decompresses the rest; the context is
 //! made of the units the report's addresses are in
-//! ([`DebugSections::keep_units_of`]). The lookups are `addr2line`'s, on the
+//! ([`DebugSections::load_for`]). The lookups are `addr2line`'s, on the
 //! same DWARF: names and lines are the `Loader`'s.
 //!
 //! Of `.debug_info` only the part up to the end of the last unit the
@@ -40,8 +40,8 @@ const UNREAD: [SectionId; 2] = [SectionId::DebugLoc, SectionId::DebugLocLists];
 /// A debug file's DWARF sections, decompressed where they were compressed.
 pub struct DebugSections {
     /// All but `.debug_info`, which is `info` (changed in place by
-    /// [`DebugSections::keep_units_of`]; possibly only its first units:
-    /// [`DebugSections::load_for`]).
+    /// [`DebugSections::load_for`], which may also hold only its first
+    /// units).
     sections: DwarfSections<Vec<u8>>,
     info: Vec<u8>,
     endian: RunTimeEndian,
@@ -56,23 +56,37 @@ impl DebugSections {
     /// is not an object file or a section cannot be decompressed.
     #[cfg(test)]
     pub fn load(path: &Path, threads: usize) -> Option<DebugSections> {
-        Self::load_with(path, threads, None)
+        Self::load_with(path, threads, None).map(|(s, _)| s)
     }
 
     /// The sections [`DebugSections::load`] gives, for lookups of `probes`
-    /// only: the context is made of the units they are in
-    /// ([`DebugSections::keep_units_of`]), and where `.debug_aranges` names
-    /// a unit for every probe, `.debug_info` is decompressed only up to the
-    /// end of the last of them. Lookups of `probes` give what the whole file
-    /// gives; where a unit kept in that part refers to another unit's
-    /// entries (which may lie after it), the rest is decompressed too.
+    /// only.
+    ///
+    /// Every compilation unit that no probe lies in, as `.debug_aranges`
+    /// tells, is left out of the context: the context parses each unit's
+    /// abbreviations and line-program header up front (the C library's
+    /// 4 126 units: about half of the time its debug file took), where a
+    /// report's frames lie in a handful. The units left out become one type
+    /// unit each run of them (a header `addr2line` skips). And where
+    /// `.debug_aranges` names a unit for every probe, `.debug_info` is
+    /// decompressed only up to the end of the last of them.
+    ///
+    /// Lookups of `probes` give what the whole file gives: a unit kept
+    /// refers to no other unit (none of its entries has a `DW_FORM_ref_addr`
+    /// value, else nothing is left out and all of `.debug_info` is
+    /// decompressed), and a unit `.debug_aranges` does not cover, or covers
+    /// with an entry that cannot be read, is kept.
     pub fn load_for(path: &Path, threads: usize, probes: &[u64]) -> Option<DebugSections> {
-        let mut sections = Self::load_with(path, threads, Some(probes))?;
-        sections.keep_units_of(probes);
-        Some(sections)
+        Self::load_with(path, threads, Some(probes)).map(|(s, _)| s)
     }
 
-    fn load_with(path: &Path, threads: usize, probes: Option<&[u64]>) -> Option<DebugSections> {
+    /// The sections, and with probes ([`DebugSections::load_for`]) how many
+    /// units were left out.
+    fn load_with(
+        path: &Path,
+        threads: usize,
+        probes: Option<&[u64]>,
+    ) -> Option<(DebugSections, usize)> {
         let data = std::fs::read(path).ok()?;
         let object = object::File::parse(&*data).ok()?;
         let endian = if object.is_little_endian() {
@@ -98,11 +112,10 @@ impl DebugSections {
             Some(_) => Some(load(SectionId::DebugAranges).ok()?),
             None => None,
         };
-        let last_unit = probes
-            .zip(aranges.as_deref())
-            .and_then(|(probes, aranges)| {
-                Covered::of(&gimli::DebugAranges::new(aranges, endian), probes).last_needed()
-            });
+        let covered = probes.zip(aranges.as_deref()).map(|(probes, aranges)| {
+            Covered::of(&gimli::DebugAranges::new(aranges, endian), probes)
+        });
+        let last_unit = covered.as_ref().and_then(Covered::last_needed);
         let info_section = object.section_by_name(SectionId::DebugInfo.name());
         let prefix = last_unit
             .and_then(|unit| Some((unit, info_section.as_ref()?.compressed_data().ok()?)))
@@ -133,13 +146,20 @@ impl DebugSections {
             (sections, info)
         });
         let (sections, info) = (sections.ok()?, info.ok()?);
+        // The units to leave out, made once: on the part, where there is
+        // one (its units are the whole file's first ones).
+        let mut planned = None;
         let info = match info {
             Info::Whole(all) => all,
-            // A unit kept that refers to other units' entries: they may lie
-            // after the part, so all of it is needed.
             Info::Part(part, end) => {
                 let dwarf = dwarf_of(&sections, part.done().get(..end)?, endian);
-                if plan(&dwarf, probes.unwrap_or_default()).is_err() {
+                let p = covered.as_ref().map(|c| plan(&dwarf, c));
+                let keep_all = matches!(p, Some(Err(KeepAll)));
+                planned = p;
+                if keep_all {
+                    // A unit kept refers to other units' entries: they may
+                    // lie after the part, so all of it is needed (and that
+                    // unit keeps every unit of the whole too).
                     part.whole().ok()?
                 } else {
                     part.into_first(end)
@@ -147,12 +167,20 @@ impl DebugSections {
             }
         };
         drop(object);
-        Some(DebugSections {
+        let mut out = DebugSections {
             sections,
             info,
             endian,
             data,
-        })
+        };
+        let left_out = match covered {
+            Some(c) => {
+                let p = planned.unwrap_or_else(|| plan(&out.dwarf(), &c));
+                out.leave_out(p.unwrap_or_default())
+            }
+            None => 0,
+        };
+        Some((out, left_out))
     }
 
     /// Bytes of `.debug_info` held (all of it, or the part
@@ -178,22 +206,9 @@ impl DebugSections {
         dwarf_of(&self.sections, &self.info, self.endian)
     }
 
-    /// Leave out of the context every compilation unit that no address of
-    /// `probes` lies in, as `.debug_aranges` tells: the context parses each
-    /// unit's abbreviations and line-program header up front (the C
-    /// library's 4 126 units: about half of the time its debug file took),
-    /// where a report's frames lie in a handful. The units left out become one
-    /// type unit each run of them (a header `addr2line` skips). Lookups of
-    /// `probes` give what the whole file gives: a unit kept refers to no
-    /// other unit (none of its entries has a `DW_FORM_ref_addr` value, else
-    /// nothing is left out), and a unit `.debug_aranges` does not cover, or
-    /// covers with an entry that cannot be read, is kept. Returns how many
-    /// units were left out.
-    pub fn keep_units_of(&mut self, probes: &[u64]) -> usize {
-        let plan = match plan(&self.dwarf(), probes) {
-            Ok(plan) if !plan.is_empty() => plan,
-            _ => return 0,
-        };
+    /// Make each run `(start, end, units)` of `plan` one type unit
+    /// ([`DebugSections::load_for`]). Returns how many units were left out.
+    fn leave_out(&mut self, plan: Vec<(usize, usize, usize)>) -> usize {
         let info = &mut self.info;
         let mut left_out = 0;
         for (start, end, count) in plan {
@@ -301,13 +316,13 @@ impl Covered {
 /// be read: every unit is kept.
 struct KeepAll;
 
-/// The runs `(start, end, units)` of `.debug_info` to leave out for
-/// [`DebugSections::keep_units_of`] (possibly none).
+/// The runs `(start, end, units)` of `.debug_info` to leave out
+/// ([`DebugSections::load_for`]; possibly none), the units `covered` says
+/// the probes need kept.
 fn plan(
     dwarf: &gimli::Dwarf<Reader<'_>>,
-    probes: &[u64],
+    covered: &Covered,
 ) -> Result<Vec<(usize, usize, usize)>, KeepAll> {
-    let covered = Covered::of(&dwarf.debug_aranges, probes);
     let mut plan: Vec<(usize, usize, usize)> = Vec::new();
     let mut units = dwarf.units();
     while let Some(header) = units.next().map_err(|_| KeepAll)? {
@@ -528,9 +543,7 @@ mod tests {
 
     /// [`DebugSections::load_for`], and how many units it left out.
     fn load_for(path: &Path, threads: usize, probes: &[u64]) -> (DebugSections, usize) {
-        let mut some = DebugSections::load_with(path, threads, Some(probes)).unwrap();
-        let left_out = some.keep_units_of(probes);
-        (some, left_out)
+        DebugSections::load_with(path, threads, Some(probes)).unwrap()
     }
 
     /// An address inside the function `name` of the ELF file at `path`.
