@@ -480,6 +480,78 @@ fn report_and_export_by_each_key() {
     }
 }
 
+/// A leak below the hotness threshold in calls and in bytes is still listed
+/// by `report --by leaked`, marked `cold`, when it holds at least φ of the
+/// bytes live at the end: with φ = 0.01, sort_keys.c's 3 leaked blocks
+/// (3 of ~1100 calls, 3000 of ~14 MiB) are all of its live heap. A view by
+/// calls leaves it out, and the JSON says which contexts are hot.
+#[test]
+fn a_cold_leak_is_listed_by_its_bytes_leaked() {
+    let w = WorkDir::new("cli-cold-leak");
+    let exe = compile("sort_keys.c", &w.path, Opt::Debug, &[]);
+    let h5 = w.join("sk.h5");
+    let out = run_traced(
+        &exe,
+        &[] as &[&str],
+        &w.path,
+        &h5,
+        &[("WMHCCT_PHI", "0.01")],
+    );
+    assert_eq!(out.code, 0, "{}", out.describe());
+    let h5_s = h5.to_string_lossy().into_owned();
+
+    let leaked = wmhcct_out(&w, &["report", &h5_s, "--by", "leaked"]);
+    let heading = "\ntop 1 of 1 contexts (1 cold) that leaked (of 4), by bytes leaked:\n\n\
+                   #1 malloc  count 3  bytes 2.9 KiB  leaked 2.9 KiB  at-peak 0 B  cold\n    \
+                   sk_leaker (";
+    assert!(leaked.contains(heading), "{leaked}");
+    assert!(
+        leaked.contains("\n`cold`: below the hotness threshold (phi 0.01) in calls and in bytes"),
+        "{leaked}"
+    );
+    // Everything live is listed.
+    assert!(!leaked.contains("not listed"), "{leaked}");
+
+    let count = wmhcct_out(&w, &["report", &h5_s, "--by", "count"]);
+    assert!(
+        count.contains("\ntop 3 of 3 hot contexts by count:\n"),
+        "{count}"
+    );
+    assert!(
+        !count.contains("sk_leaker") && !count.contains("  cold\n") && !count.contains("`cold`"),
+        "{count}"
+    );
+
+    // JSON: each context's `hot`, by leaked and by count.
+    let hot = |by: &str| -> Vec<(String, bool)> {
+        let v = wmhcct_json(&w, &["report", &h5_s, "--json", "--by", by]);
+        contexts(&v)
+            .iter()
+            .map(|c| (stack_names(c)[0].clone(), c["hot"].as_bool().unwrap()))
+            .collect()
+    };
+    let named = |v: &[(&str, bool)]| -> Vec<(String, bool)> {
+        v.iter().map(|&(f, h)| (f.to_string(), h)).collect()
+    };
+    assert_eq!(
+        hot("leaked"),
+        named(&[
+            ("sk_leaker", false),
+            ("sk_many_small", true),
+            ("sk_churn", true),
+            ("sk_peak_holder", true)
+        ])
+    );
+    assert_eq!(
+        hot("count"),
+        named(&[
+            ("sk_many_small", true),
+            ("sk_churn", true),
+            ("sk_peak_holder", true)
+        ])
+    );
+}
+
 /// `--focus TEXT`: `report` (text and JSON) lists only the contexts whose
 /// stack has a frame naming TEXT (function, source file or module name, any
 /// case; several: any) and sums them against every allocation call;

@@ -56,6 +56,11 @@ pub struct Context {
     /// ([`Owners`]); `None` for the program's allocations and for the
     /// contexts of MPI calls themselves.
     pub inside_mpi: Option<String>,
+    /// In the (φ, ε)-HCCT: at or above φ of the calls or of the bytes
+    /// allocated (every context in exact mode). A context below both is
+    /// listed only by the figure of a `--by leaked`, `peak` or `temporary`
+    /// view, when it holds at least φ of the whole heap's ([`contexts`]).
+    pub hot: bool,
 }
 
 /// Unit tests' frames and contexts, with only what a test sets.
@@ -90,6 +95,7 @@ impl Context {
             stack,
             cut: false,
             inside_mpi: None,
+            hot: true,
         }
     }
 }
@@ -122,7 +128,14 @@ pub fn mpi_tree(p: &Profile) -> Option<&Tree> {
     p.trees.iter().find(|t| t.name == "mpi")
 }
 
-pub fn contexts(p: &Profile, syms: &Symbols) -> ContextList {
+/// The contexts a list shows for the view `by`: the hot ones (the
+/// (φ, ε)-HCCT's), and for a view by bytes leaked, bytes live at the heap's
+/// peak or temporary allocations also those of the summary's other contexts
+/// that hold at least φ of that figure of the whole heap. Those figures are
+/// not what the summary chooses its contexts by: a leak of a few calls and
+/// bytes can be most of what is live at the end, and its context is in the
+/// tree, with its counters, as long as the summary has not evicted it.
+pub fn contexts(p: &Profile, syms: &Symbols, by: SortKey) -> ContextList {
     let mut list = ContextList {
         contexts: Vec::new(),
         untraced: Vec::new(),
@@ -130,10 +143,12 @@ pub fn contexts(p: &Profile, syms: &Symbols) -> ContextList {
         mpi: Vec::new(),
     };
     if let Some(tree) = alloc_tree(p) {
-        let keep = hot_mask(p, tree);
+        let hot = hot_mask(p, tree);
+        let keep = view_mask(p, tree, &hot, by);
         let mut owners = Owners::new(&p.meta.program);
         for i in (0..tree.nodes.len()).filter(|&i| keep[i]) {
-            if let Some((ctx, untraced)) = node_context(p, tree, i, syms) {
+            if let Some((mut ctx, untraced)) = node_context(p, tree, i, syms) {
+                ctx.hot = hot[i];
                 if untraced {
                     list.untraced.push(ctx);
                 } else {
@@ -163,6 +178,7 @@ pub fn contexts(p: &Profile, syms: &Symbols) -> ContextList {
         }
         for &i in &cold {
             if let Some((mut ctx, _)) = cold_context(i) {
+                ctx.hot = false;
                 ctx.inside_mpi = owners.of(&ctx.stack);
                 if ctx.inside_mpi.is_some() {
                     ctx.stack = Vec::new();
@@ -245,6 +261,30 @@ fn hot_mask(p: &Profile, tree: &Tree) -> Vec<bool> {
     }
 }
 
+/// The nodes a view lists: the hot ones (`hot`), and for a view by a
+/// figure of the heap, the contexts that hold at least φ of the heap's
+/// (and some of it): bytes live at the end, at the heap's peak, or
+/// temporary allocations.
+fn view_mask(p: &Profile, tree: &Tree, hot: &[bool], by: SortKey) -> Vec<bool> {
+    let h = &p.heap;
+    let (of_node, of_heap): (fn(&wmhcct_format::Node) -> u64, u64) = match by {
+        SortKey::Count | SortKey::Bytes => return hot.to_vec(),
+        SortKey::Leaked => (|n| n.live_bytes, h.live_bytes),
+        SortKey::Peak => (|n| n.peak_live_bytes, h.peak_bytes),
+        SortKey::Temporary => (|n| n.temporary, h.temporary_count),
+    };
+    let least = p.config.phi * of_heap as f64;
+    tree.nodes
+        .iter()
+        .zip(hot)
+        .map(|(n, &hot)| {
+            hot || (matches!(n.key, FrameKey::Kind(_))
+                && of_node(n) > 0
+                && of_node(n) as f64 >= least)
+        })
+        .collect()
+}
+
 /// Node `i` as a context, with whether it is an untraced pseudo-context;
 /// `None` when it is a frame, not a context's leaf.
 fn node_context(p: &Profile, tree: &Tree, i: usize, syms: &Symbols) -> Option<(Context, bool)> {
@@ -274,6 +314,7 @@ fn node_context(p: &Profile, tree: &Tree, i: usize, syms: &Symbols) -> Option<(C
         cut,
         stack,
         inside_mpi: None,
+        hot: true,
     };
     Some((ctx, k >= UNTRACED_KIND))
 }
@@ -355,7 +396,79 @@ fn stack_of(p: &Profile, tree: &Tree, i: usize, syms: &Symbols) -> Vec<StackFram
 
 #[cfg(test)]
 mod tests {
-    use super::{is_tracer_module, stack_cut, StackFrame};
+    use super::{is_tracer_module, stack_cut, view_mask, SortKey, StackFrame};
+    use wmhcct_collector::query::hcct_mask;
+    use wmhcct_format::{FrameKey, Node, Profile, Tree};
+
+    /// A leaf context of `count` calls and `bytes` bytes under the root,
+    /// holding `live` bytes at the end, `at_peak` at the heap's peak and
+    /// `temporary` temporaries.
+    fn leaf(count: u64, bytes: u64, live: u64, at_peak: u64, temporary: u64) -> Node {
+        Node {
+            parent: 0,
+            key: FrameKey::Kind(0),
+            count,
+            bytes,
+            live_bytes: live,
+            peak_live_bytes: at_peak,
+            temporary,
+            ..Node::root()
+        }
+    }
+
+    #[test]
+    fn a_view_by_a_heap_figure_adds_the_cold_contexts_holding_phi_of_it() {
+        let mut p = Profile::default();
+        p.config.phi = 0.01;
+        (p.heap.live_bytes, p.heap.peak_bytes, p.heap.temporary_count) = (1000, 100_000, 500);
+        let tree = Tree {
+            name: "alloc".into(),
+            total_count: 10_000,
+            total_bytes: 1_000_000,
+            nodes: vec![
+                Node::root(),
+                // Hot by count and by bytes, holding nothing.
+                leaf(9000, 990_000, 0, 0, 0),
+                // Cold, leaking all of the live heap.
+                leaf(5, 500, 500, 500, 0),
+                // Cold, exactly φ of the live heap, the peak and the
+                // temporaries.
+                leaf(5, 500, 10, 1000, 5),
+                // Cold, just below φ of each.
+                leaf(5, 500, 9, 999, 4),
+                // A frame holds no figure of its own.
+                Node {
+                    key: FrameKey::Unknown(7),
+                    live_bytes: 500,
+                    ..leaf(0, 0, 0, 0, 0)
+                },
+            ],
+            ..Default::default()
+        };
+        let hot = hcct_mask(&tree, p.config.phi);
+        assert_eq!(hot, [true, true, false, false, false, false]);
+        let view = |by| view_mask(&p, &tree, &hot, by);
+        assert_eq!(view(SortKey::Count), hot);
+        assert_eq!(view(SortKey::Bytes), hot);
+        assert_eq!(
+            view(SortKey::Leaked),
+            [true, true, true, true, false, false]
+        );
+        assert_eq!(view(SortKey::Peak), [true, true, false, true, false, false]);
+        assert_eq!(
+            view(SortKey::Temporary),
+            [true, true, false, true, false, false]
+        );
+        // Nothing in the heap: no cold context has a share of it.
+        p.heap.live_bytes = 0;
+        let zero = leaf(5, 500, 0, 0, 0);
+        let tree = Tree {
+            nodes: vec![Node::root(), zero],
+            ..tree
+        };
+        let hot = hcct_mask(&tree, p.config.phi);
+        assert_eq!(view_mask(&p, &tree, &hot, SortKey::Leaked), [true, false]);
+    }
 
     #[test]
     fn the_tracers_own_libraries_are_known_by_name() {

@@ -110,7 +110,7 @@ pub fn run(args: &ExportArgs) -> Result<()> {
             text
         }
         ExportFormat::Json => {
-            let list = contexts(&loaded.profile, &loaded.symbols);
+            let list = contexts(&loaded.profile, &loaded.symbols, SortKey::Count);
             let doc = crate::report_json::render(
                 &loaded.profile,
                 loaded.format_version,

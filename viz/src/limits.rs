@@ -276,7 +276,11 @@ impl Report<'_> {
         }
         match self.contexts {
             Some(list) => list.mpi_own().total,
-            None => contexts(self.profile, self.symbols).mpi_own().total,
+            None => {
+                contexts(self.profile, self.symbols, crate::cli::SortKey::Count)
+                    .mpi_own()
+                    .total
+            }
         }
     }
 

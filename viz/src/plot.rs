@@ -121,7 +121,7 @@ pub fn run(args: &PlotArgs) -> Result<()> {
         bail!("{}: exists and is not a directory", dir.display());
     }
     std::fs::create_dir_all(dir).with_context(|| dir.display().to_string())?;
-    let mut contexts = contexts(&loaded.profile, &loaded.symbols);
+    let mut contexts = contexts(&loaded.profile, &loaded.symbols, SortKey::Count);
     let focus = args.select.focus();
     // The page's text report, of the whole list (it applies the focus and
     // leaves out the MPI library's own contexts itself).

@@ -11,7 +11,7 @@ use crate::{limits, report_json, report_text};
 pub fn run(args: &ReportArgs) -> Result<u8> {
     let name = crate::spool::name(&args.file);
     let loaded = load(&args.file).with_context(|| name.clone())?;
-    let mut list = contexts(&loaded.profile, &loaded.symbols);
+    let mut list = contexts(&loaded.profile, &loaded.symbols, args.by);
     let checked = limits::check_budget(
         &args.max,
         &limits::Report {

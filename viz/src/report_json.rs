@@ -191,6 +191,10 @@ struct ContextJson<'a> {
     bytes_err: u64,
     count: u64,
     count_err: u64,
+    /// In the (φ, ε)-HCCT (at or above φ of the calls or bytes); false
+    /// for a cold context that a `--by leaked`, `peak` or `temporary`
+    /// view lists for holding at least φ of the heap's figure.
+    hot: bool,
     /// The MPI routine whose call allocated it (the MPI library's own
     /// memory), or null.
     inside_mpi: Option<&'a str>,
@@ -211,6 +215,7 @@ fn context_json(c: &Context, nranks: u32) -> ContextJson<'_> {
         kind: &c.kind,
         count: c.count,
         count_err: c.count_err,
+        hot: c.hot,
         bytes: c.bytes,
         bytes_err: c.bytes_err,
         leaked_bytes: c.leaked_bytes,

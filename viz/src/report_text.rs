@@ -167,7 +167,7 @@ pub fn render(
         // The contexts holding it, hot or not: those below the hotness
         // threshold are never listed, so the `not listed:` line (the hot
         // ones) counts fewer.
-        let cold = MpiOwn::of(&list.cold).contexts;
+        let cold = MpiOwn::of(list.contexts.iter().chain(&list.cold).filter(|c| !c.hot)).contexts;
         let _ = writeln!(
             s,
             "           of it {} in {} contexts allocated inside MPI calls{} ({}): the MPI \
@@ -250,10 +250,17 @@ pub fn render(
     let sites = (group != Group::Context).then(|| sites::of(listed.iter().copied(), group, by));
     // Outside exact mode the list holds the hot contexts only, those above
     // the hotness threshold (the header's `config` line gives φ).
+    // A view by a figure of the heap lists the cold contexts that hold at
+    // least φ of it too ([`contexts`](crate::contexts::contexts)).
+    let cold = match &sites {
+        Some(_) => 0,
+        None => listed.iter().filter(|c| !c.hot).count(),
+    };
     let (what, n) = match &sites {
-        Some(v) => (sites::noun(group), v.len()),
-        None if p.config.exact => ("contexts", listed.len()),
-        None => ("hot contexts", listed.len()),
+        Some(v) => (sites::noun(group).to_string(), v.len()),
+        None if p.config.exact => ("contexts".to_string(), listed.len()),
+        None if cold > 0 => (format!("contexts ({cold} cold)"), listed.len()),
+        None => ("hot contexts".to_string(), listed.len()),
     };
     let shown = n.min(top);
     let of_all = match &sites {
@@ -285,7 +292,13 @@ pub fn render(
     let alike = AlikeLines::of(list.contexts.iter().chain(&list.mpi));
     let mut notes = Notes::default();
     match &sites {
-        Some(v) => sites::write_text(&mut s, v, top, (!p.config.exact).then_some(p.config.phi)),
+        Some(v) => sites::write_text(
+            &mut s,
+            v,
+            top,
+            (!p.config.exact).then_some(p.config.phi),
+            heap_figure(by, end).as_deref(),
+        ),
         None => {
             for (i, ctx) in listed.into_iter().take(top).enumerate() {
                 notes |= context(&mut s, i + 1, ctx, nranks, &alike, false);
@@ -293,6 +306,7 @@ pub fn render(
         }
     }
     let skipped = MpiOwn::by(&list.contexts, by);
+    let skipped_cold = MpiOwn::by(list.contexts.iter().filter(|c| !c.hot), by).contexts;
     if skip_mpi_own && skipped.contexts > 0 {
         let amount = match by {
             SortKey::Count => format!("{} calls", skipped.total),
@@ -306,12 +320,12 @@ pub fn render(
             "\nnot listed: {} {} allocated inside MPI calls ({}), {amount}: \
              the MPI library's own{} (--mpi-internal lists them)",
             skipped.contexts,
-            // The list's own: above the hotness threshold, as its heading
-            // says outside exact mode.
-            if p.config.exact {
-                "contexts"
-            } else {
-                "hot contexts"
+            // The list's own: above the hotness threshold outside exact
+            // mode, and the cold ones a view by a heap figure adds.
+            match skipped_cold {
+                _ if p.config.exact => "contexts".to_string(),
+                0 => "hot contexts".to_string(),
+                k => format!("contexts ({k} cold)"),
             },
             routines(&skipped, by),
             if by == SortKey::Leaked && end == "MPI_Finalize" {
@@ -333,7 +347,8 @@ pub fn render(
         if cold > 0 {
             let _ = writeln!(
                 s,
-                "\nnot listed: {} live at {end} in contexts below the hotness threshold \
+                "\nnot listed: {} live at {end} in contexts below the hotness threshold, \
+                 each holding less than phi of it or no longer in the summary \
                  (phi {}; WMHCCT_EXACT=1 keeps every context)",
                 human_bytes(cold),
                 p.config.phi
@@ -364,6 +379,16 @@ pub fn render(
              address in the module tells them apart"
         );
     }
+    if let Some(figure) = heap_figure(by, end).filter(|_| notes.cold) {
+        let _ = writeln!(
+            s,
+            "\n`cold`: below the hotness threshold (phi {}) in calls and in bytes \
+             allocated, listed for holding at least phi of the heap's {figure}; such \
+             contexts are listed while the summary keeps them (WMHCCT_EXACT=1 keeps \
+             every context)",
+            p.config.phi
+        );
+    }
     if notes.shortened {
         let _ = writeln!(
             s,
@@ -385,6 +410,18 @@ pub fn render(
         }
     }
     s
+}
+
+/// The figure of the heap by which a view `by` also lists cold contexts
+/// ([`contexts`](crate::contexts::contexts)), as the text names it; `end`:
+/// when the profile was taken.
+fn heap_figure(by: SortKey, end: &str) -> Option<String> {
+    match by {
+        SortKey::Count | SortKey::Bytes => None,
+        SortKey::Leaked => Some(format!("bytes live at {end}")),
+        SortKey::Peak => Some("bytes live at its peak".to_string()),
+        SortKey::Temporary => Some("temporary allocations".to_string()),
+    }
 }
 
 /// The focus and what the allocation contexts through it add up to, against
@@ -903,12 +940,15 @@ struct Notes {
     call_site: bool,
     /// A function's name was shortened ([`shortened`]).
     shortened: bool,
+    /// A cold context was listed ([`Context::hot`]).
+    cold: bool,
 }
 
 impl std::ops::BitOrAssign for Notes {
     fn bitor_assign(&mut self, o: Notes) {
         self.call_site |= o.call_site;
         self.shortened |= o.shortened;
+        self.cold |= o.cold;
     }
 }
 
@@ -940,9 +980,10 @@ fn context(
             human_bytes(c.peak_live_bytes)
         )
     };
+    let cold = if c.hot { "" } else { "  cold" };
     let _ = writeln!(
         s,
-        "\n#{rank} {}  count {}{}  bytes {}{}{held}{inside}",
+        "\n#{rank} {}  count {}{}  bytes {}{}{held}{inside}{cold}",
         c.kind,
         c.count,
         over_by(c.count_err, c.count_err.to_string()),
@@ -955,7 +996,10 @@ fn context(
     if c.stack.is_empty() {
         let _ = writeln!(s, "    (no frames)");
     }
-    let mut notes = Notes::default();
+    let mut notes = Notes {
+        cold: !c.hot,
+        ..Notes::default()
+    };
     for (f, n) in runs(above_main(&c.stack)) {
         let loc = if f.file.is_empty() {
             format!("{:#x}", f.address)

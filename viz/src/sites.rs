@@ -105,6 +105,7 @@ impl Site {
             stack: vec![frame],
             cut: false,
             inside_mpi: None,
+            hot: true,
         }
     }
 }
@@ -190,13 +191,25 @@ pub fn noun(group: Group) -> &'static str {
 /// The text list: `sites` (those the list shows, already ordered) as
 /// `#1 function (file:line) [module]` with their sums. `phi`: the report
 /// keeps only the contexts above this hotness threshold (`None`: exact
-/// mode, every context).
-pub fn write_text(s: &mut String, sites: &[Site], top: usize, phi: Option<f64>) {
-    let over = match phi {
-        None => "its contexts".to_string(),
-        Some(phi) => format!(
+/// mode, every context); `cold`: the figure of the heap (`bytes live at
+/// end`) of which the list's contexts below it hold at least φ, when the
+/// view lists those too.
+pub fn write_text(
+    s: &mut String,
+    sites: &[Site],
+    top: usize,
+    phi: Option<f64>,
+    cold: Option<&str>,
+) {
+    let over = match (phi, cold) {
+        (None, _) => "its contexts".to_string(),
+        (Some(phi), None) => format!(
             "its contexts above the hotness threshold (phi {phi}; WMHCCT_EXACT=1 keeps every \
              context)"
+        ),
+        (Some(phi), Some(figure)) => format!(
+            "its contexts above the hotness threshold and those below it holding at least \
+             phi of the heap's {figure} (phi {phi}; WMHCCT_EXACT=1 keeps every context)"
         ),
     };
     let _ = writeln!(
@@ -418,7 +431,7 @@ mod tests {
             ]
         );
         let mut s = String::new();
-        write_text(&mut s, &sites, 5, None);
+        write_text(&mut s, &sites, 5, None, None);
         assert!(
             s.contains("\n#1 /bin/app\n    count 16  bytes 2.7 KiB "),
             "{s}"
@@ -461,7 +474,7 @@ mod tests {
         let p = program();
         let sites = of(&p, Group::Line, SortKey::Count);
         let mut s = String::new();
-        write_text(&mut s, &sites, 5, None);
+        write_text(&mut s, &sites, 5, None, None);
         assert!(
             s.contains("\n#1 grid (/src/app.c:10) [/bin/app]\n    count 7  bytes 700 B  leaked 0 B  at-peak 0 B  in 2 contexts\n"),
             "{s}"
@@ -469,10 +482,26 @@ mod tests {
         assert!(s.contains("\n#4 helper (0x600) [/bin/app]\n"), "{s}");
         assert!(!s.contains("#6"), "top 5: {s}");
         let mut all = String::new();
-        write_text(&mut all, &sites, 10, Some(1e-4));
+        write_text(&mut all, &sites, 10, Some(1e-4), None);
         assert!(all.contains("\n#6 [malloc] [?]\n"), "{all}");
         assert!(
             !s.contains("threshold") && all.contains("above the hotness threshold (phi 0.0001;")
+        );
+        // A view by a heap figure sums the cold contexts it lists too.
+        let mut leaks = String::new();
+        write_text(
+            &mut leaks,
+            &sites,
+            10,
+            Some(1e-4),
+            Some("bytes live at end"),
+        );
+        assert!(
+            leaks.contains(
+                "sums over its contexts above the hotness threshold and those below it holding \
+                 at least phi of the heap's bytes live at end (phi 0.0001;"
+            ),
+            "{leaks}"
         );
         let v = json(&sites, Group::Line, 2);
         assert_eq!(v["group"], "line");
