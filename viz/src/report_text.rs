@@ -427,8 +427,9 @@ fn heap_figure(by: SortKey, end: &str) -> Option<String> {
 /// The focus and what the allocation contexts through it add up to, against
 /// every allocation call and byte of the program (the allocation tree's
 /// totals): sums of the report's contexts, which hold every call in exact
-/// mode, and otherwise the hot ones (the contexts under the threshold are
-/// not in the report).
+/// mode, and otherwise the hot ones and, in a view by a heap figure, the
+/// cold ones it lists (the other contexts under the threshold are not in
+/// the list).
 fn focus_lines(s: &mut String, p: &Profile, list: &ContextList, f: &Focus, end: &str) {
     let sums = ContextSums::of(&list.contexts);
     let (all_count, all_bytes) = alloc_tree(p).map_or((0, 0), |t| (t.total_count, t.total_bytes));
