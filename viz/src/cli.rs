@@ -285,7 +285,9 @@ pub struct ReportArgs {
     pub json: bool,
     /// Order of the contexts (MPI call contexts: by count, or by bytes
     /// sent with `bytes`); by `leaked`, `peak` or `temporary` the text lists
-    /// only the contexts that have some.
+    /// only the contexts that have some, and these views also list the
+    /// contexts below the hotness threshold that hold at least phi of the
+    /// whole heap's figure, marked `cold`.
     #[arg(long, value_enum, default_value = "count")]
     pub by: SortKey,
     /// What the list sums: each calling context, or the contexts by where
