@@ -164,9 +164,9 @@ pub fn render(
     );
     let mpi_own = list.mpi_own();
     if mpi_own.total > 0 {
-        // The contexts holding it, hot or not: those below the hotness
-        // threshold are never listed, so the `not listed:` line (the hot
-        // ones) counts fewer.
+        // The contexts holding it, hot or not, whatever the view: the
+        // `not listed:` line counts only those the list would show (the
+        // hot ones, and in a heap view the cold ones it adds), so fewer.
         let cold = MpiOwn::of(list.contexts.iter().chain(&list.cold).filter(|c| !c.hot)).contexts;
         let _ = writeln!(
             s,
