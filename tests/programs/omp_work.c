@@ -2,7 +2,11 @@
  * allocate, on libgomp's thread pool.
  *
  *   omp_loop_alloc:  ITERS x malloc(64 + 8 * (i % 16)), from every thread
- *                    of a `parallel for` (dynamic schedule), each freed
+ *                    of a `parallel for`, each freed. The schedule hands out
+ *                    chunks of 64 in turn (static), so every thread, the
+ *                    master too, runs some: with a dynamic schedule a master
+ *                    thread that a loaded machine kept off its CPU found
+ *                    every chunk taken by the pool's threads
  *   omp_task_alloc:  TASKS x malloc(96), one per task, each freed
  * Prints integer checksums (the same in any order) and the team size.
  * Usage: omp_work ITERS TASKS */
@@ -36,7 +40,7 @@ int main(int argc, char **argv) {
     long iters = atol(argv[1]), tasks = atol(argv[2]);
     long loop = 0, task = 0;
     int team = 0;
-#pragma omp parallel for reduction(+ : loop) schedule(dynamic, 64)
+#pragma omp parallel for reduction(+ : loop) schedule(static, 64)
     for (long i = 0; i < iters; i++) loop += omp_loop_alloc(i);
 #pragma omp parallel
     {

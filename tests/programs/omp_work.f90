@@ -3,6 +3,8 @@
 ! runtime calls to malloc/free from each thread of libgomp's pool.
 !
 !   omp_fortran_work: ITERS x allocate(a(8 + mod(i, 16))) (integer*8), freed
+! The loop's chunks of 64 go to the threads in turn (static schedule), so
+! every thread, the master too, runs some (see omp_work.c).
 ! Prints an integer checksum (the same in any order).
 ! Usage: omp_work_f ITERS
 module omp_fortran_mod
@@ -30,7 +32,7 @@ program omp_work_f
   call get_command_argument(1, arg)
   read (arg, *) iters
   total = 0
-  !$omp parallel do reduction(+:total) schedule(dynamic, 64)
+  !$omp parallel do reduction(+:total) schedule(static, 64)
   do i = 1, iters
     total = total + omp_fortran_work(i)
   end do
