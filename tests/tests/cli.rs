@@ -14,11 +14,22 @@ fn report_fails_cleanly(file: &Path) {
 /// `src` built into `w/dir` (with `extra` compiler flags) and run traced
 /// in exact mode; the path of its report.
 fn exact_report(w: &WorkDir, src: &str, dir: &str, extra: &[&str]) -> String {
+    traced_report(w, src, dir, extra, &[("WMHCCT_EXACT", "1")])
+}
+
+/// [`exact_report`] with the tracer's settings `env` instead.
+fn traced_report(
+    w: &WorkDir,
+    src: &str,
+    dir: &str,
+    extra: &[&str],
+    env: &[(&str, &str)],
+) -> String {
     let at = w.join(dir);
     std::fs::create_dir_all(&at).unwrap();
     let exe = compile(src, &at, Opt::Debug, extra);
     let h5 = w.join(format!("{dir}.h5"));
-    let out = run_traced(&exe, &[] as &[&str], &at, &h5, &[("WMHCCT_EXACT", "1")]);
+    let out = run_traced(&exe, &[] as &[&str], &at, &h5, env);
     assert_eq!(out.code, 0, "{}", out.describe());
     h5.to_string_lossy().into_owned()
 }
@@ -488,17 +499,7 @@ fn report_and_export_by_each_key() {
 #[test]
 fn a_cold_leak_is_listed_by_its_bytes_leaked() {
     let w = WorkDir::new("cli-cold-leak");
-    let exe = compile("sort_keys.c", &w.path, Opt::Debug, &[]);
-    let h5 = w.join("sk.h5");
-    let out = run_traced(
-        &exe,
-        &[] as &[&str],
-        &w.path,
-        &h5,
-        &[("WMHCCT_PHI", "0.01")],
-    );
-    assert_eq!(out.code, 0, "{}", out.describe());
-    let h5_s = h5.to_string_lossy().into_owned();
+    let h5_s = traced_report(&w, "sort_keys.c", "sk", &[], &[("WMHCCT_PHI", "0.01")]);
 
     let leaked = wmhcct_out(&w, &["report", &h5_s, "--by", "leaked"]);
     let heading = "\ntop 1 of 1 contexts (1 cold) that leaked (of 4), by bytes leaked:\n\n\
