@@ -4,7 +4,7 @@
     /usr/bin/python3 benches/mpi_merge.py            # 2–64 real ranks, 10^3–10^5 simulated (~5 min)
     /usr/bin/python3 benches/mpi_merge.py --quick    # 2 and 4 ranks, 10^2–10^3 simulated (seconds)
 
-Needs `cargo build --release` first, OpenMPI (mpicc, mpirun) and cargo.
+Needs `bash scripts/build.sh` first, OpenMPI (mpicc, mpirun) and cargo.
 
 1. Real ranks: benches/mpi_merge.c under `mpirun -np P --oversubscribe` for
    each P, with and without libwmhcct.so. Rank 0 takes the wall clock just
@@ -194,7 +194,7 @@ def main():
         a.ranks, a.events, a.rounds = "2,4", 5000, 1
     for f in (LIB, BIN):
         if not os.path.exists(f):
-            sys.exit(f"{f} is missing: run cargo build --release first")
+            sys.exit(f"{f} is missing: run bash scripts/build.sh first")
     tmp = tempfile.mkdtemp(prefix="wmhcct-mpi-merge-")
     try:
         if not a.no_real:

@@ -4,7 +4,7 @@
     /usr/bin/python3 benches/mpi_poll.py           # 7 rounds (~1 minute)
     /usr/bin/python3 benches/mpi_poll.py --quick   # one small round (seconds; CI)
 
-Needs `cargo build --release` first and OpenMPI (mpicc, mpirun).
+Needs `bash scripts/build.sh` first and OpenMPI (mpicc, mpirun).
 
 Each rank times two loops: 10^7 calls of MPI_Test on a receive that stays
 pending ("poll": a progress loop), and 10^5 rounds of MPI_Irecv and MPI_Isend

@@ -6,7 +6,7 @@ LAMMPS (C++, the default) or CP2K (Fortran, `--app cp2k`).
     /usr/bin/python3 benches/real_mpi.py --quick      # LAMMPS, a tiny run, no heaptrack (seconds; CI)
     /usr/bin/python3 benches/real_mpi.py --app cp2k   # CP2K, 3 rounds, with heaptrack (~2 minutes)
 
-Needs `cargo build --release` first, OpenMPI and Debian's `lammps` (`lmp`;
+Needs `bash scripts/build.sh` first, OpenMPI and Debian's `lammps` (`lmp`;
 scripts/setup.sh installs it) or `cp2k` (`cp2k.popt`, with its data files
 from `cp2k-data`); heaptrack when installed.
 
@@ -316,7 +316,7 @@ def main():
         sys.exit(f"real_mpi.py: CP2K's data files are not in {CP2K_DATA}: apt-get install cp2k-data")
     for f in (LIB, BIN):
         if not os.path.exists(f):
-            sys.exit(f"real_mpi.py: {f} is missing: run cargo build --release first")
+            sys.exit(f"real_mpi.py: {f} is missing: run bash scripts/build.sh first")
     modes = MODES if shutil.which("heaptrack") and not a.no_heaptrack else MODES[:2]
     tmp = tempfile.mkdtemp(prefix="wmhcct-real-mpi-")
     try:

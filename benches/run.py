@@ -5,7 +5,7 @@
     /usr/bin/python3 benches/run.py --quick       # tiny sizes, a few seconds (CI)
     /usr/bin/python3 benches/run.py --rss-1e8     # also the 10^8-event RSS run
 
-Needs `cargo build --release` first (target/release/libwmhcct.so, wmhcct).
+Needs `bash scripts/build.sh` first (target/release/libwmhcct.so, profile-guided, and wmhcct).
 
 1. Builds benches/alloc_stress.c and runs each configuration natively, with
    bare interposition (WMHCCT_UNWIND=none), with each unwind mode (full, fp,
@@ -50,6 +50,9 @@ from measure import RunFailed, checked, files_size, report_unwind, run_once, str
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 LIB = os.environ.get("WMHCCT_LIB", os.path.join(ROOT, "target/release/libwmhcct.so"))
 BIN = os.environ.get("WMHCCT_BIN", os.path.join(ROOT, "target/release/wmhcct"))
+# Cargo's plain build of the library, which scripts/pgo.sh keeps when it puts
+# the profile-guided build in place: the `MODE@plain` rows.
+PLAIN_LIB = os.path.join(ROOT, "target/pgo/plain/libwmhcct.so")
 
 DEEP = ["--depth", "30", "--contexts", "10000", "--zipf", "1.0"]
 CONFIGS = {
@@ -112,8 +115,12 @@ def traced_run(args, mode, tmp, tag, extra_env=None):
     rep = os.path.join(tmp, f"{tag}-{mode}.h5")
     # "<mode>+inline" / "<mode>+thread": that unwind mode with the collector
     # placement forced; a plain mode runs with the default placement (auto).
+    # "<mode>@plain": with cargo's plain build of the library instead of the
+    # profile-guided one (scripts/pgo.sh).
+    mode, at, build = mode.partition("@")
     unwind, _, placement = mode.partition("+")
-    env = dict(clean_env(), LD_PRELOAD=LIB, WMHCCT_UNWIND=unwind, WMHCCT_OUT=rep, WMHCCT_BIN=BIN)
+    env = dict(clean_env(), LD_PRELOAD=PLAIN_LIB if build == "plain" else LIB, WMHCCT_UNWIND=unwind,
+               WMHCCT_OUT=rep, WMHCCT_BIN=BIN)
     if placement:
         env["WMHCCT_COLLECTOR"] = placement
     env.update(extra_env or {})
@@ -197,7 +204,7 @@ def summarise(rows, events):
             "added_rss_mib": (hwm - nat_hwm) / 1024,
             "report_kib": (median([r["report_bytes"] / 1024 for r in runs])
                            if runs[0].get("report_bytes") is not None else None),
-            "accuracy": um("accuracy") if m.split("+")[0] in ("first", "second") else None,
+            "accuracy": um("accuracy") if m.split("@")[0].split("+")[0] in ("first", "second") else None,
             "unwound": um("frames_unwound_per_event"),
             "reused": um("frames_reused_per_event"),
             "reseeds": um("reseeds"),
@@ -351,6 +358,14 @@ def print_targets(summ, ht_full, rss_rows):
                   f"{fmt(c.get('floor:ring+thread+clock', {}).get('ratio'), '.2f')}×, "
                   f"without the clock {fmt(c.get('floor:ring+thread', {}).get('ratio'), '.2f')}×, "
                   f"counting only {fmt(c.get('floor:count', {}).get('ratio'), '.2f')}×)")
+    # What the profile-guided build (scripts/pgo.sh) saves: not a target.
+    for cname, c in (("random", r), ("bursts", b)):
+        for m in ("second", "second+inline"):
+            if m in c and f"{m}@plain" in c:
+                s, p = c[m]["added_loop_ns"], c[f"{m}@plain"]["added_loop_ns"]
+                print(f"- profile-guided build ({cname}): {m} adds {s:.0f} ns/event, {p:.0f} with "
+                      f"cargo's plain build ({s / p:.3f}×; wall {c[m]['ratio']:.2f}× vs "
+                      f"{c[m + '@plain']['ratio']:.2f}× native)")
     rs = summ.get("random-sizes", {})
     if "second" in rs:
         ht = "not run" if ht_full is None else (
@@ -375,8 +390,12 @@ def main():
     ap.add_argument("--quick", action="store_true", help="tiny sizes, one round, no heaptrack (CI)")
     ap.add_argument("--events", type=int, default=5_000_000)
     ap.add_argument("--rounds", type=int, default=5)
-    ap.add_argument("--modes", default="none,full,fp,first,second,second+inline,second+thread",
-                    help="unwind modes; MODE+inline, MODE+thread: with WMHCCT_COLLECTOR forced")
+    ap.add_argument("--modes", default=None,
+                    help="unwind modes; MODE+inline, MODE+thread: with WMHCCT_COLLECTOR forced; "
+                    "MODE@plain: with cargo's plain build of the library (target/pgo/plain, kept "
+                    "by scripts/pgo.sh) instead of the profile-guided one (default: none, full, fp, "
+                    "first, second, second+inline, second+thread, and second@plain and "
+                    "second+inline@plain when the plain build is there)")
     ap.add_argument("--configs", default=",".join(CONFIGS))
     ap.add_argument("--floors", default=",".join(FLOORS),
                     help="hand-over floors to run (benches/handover_floor.c); empty: none")
@@ -397,13 +416,22 @@ def main():
         rss_counts, rss_live = [10**4, 10**5], 1000
     for f in (LIB, BIN):
         if not os.path.exists(f):
-            sys.exit(f"{f} is missing: run cargo build --release first")
+            sys.exit(f"{f} is missing: run bash scripts/build.sh first")
+    if a.modes is None:
+        a.modes = "none,full,fp,first,second,second+inline,second+thread"
+        if os.path.exists(PLAIN_LIB):
+            a.modes += ",second@plain,second+inline@plain"
     modes = [m for m in a.modes.split(",") if m]
     for m in modes:
-        unwind, _, placement = m.partition("+")
-        if unwind not in ("none", "full", "fp", "first", "second") or placement not in ("", "inline", "thread"):
+        mode, _, build = m.partition("@")
+        unwind, _, placement = mode.partition("+")
+        if (unwind not in ("none", "full", "fp", "first", "second") or placement not in ("", "inline", "thread")
+                or build not in ("", "plain")):
             ap.error(f"--modes: unknown mode {m!r}; accepted: none, full, fp, first, second, "
-                     "each optionally with +inline or +thread")
+                     "each optionally with +inline or +thread, then optionally @plain")
+        if build == "plain" and not os.path.exists(PLAIN_LIB):
+            ap.error(f"--modes {m}: {PLAIN_LIB} is missing (scripts/build.sh keeps it when it "
+                     "builds the profile-guided library)")
     floors = [f for f in a.floors.split(",") if f]
     for f in floors:
         if f not in FLOORS:

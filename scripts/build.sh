@@ -4,11 +4,14 @@
 # Debian), then, when MPICH's development files are installed,
 # libwmhcct_mpi_mpich.so, the MPI side for jobs of the MPICH family (the
 # tracer picks the one that matches the job's MPI: interpose/src/mpi_side.rs).
+# libwmhcct.so is then rebuilt with profile-guided optimisation
+# (scripts/pgo.sh; WMHCCT_PGO=0 skips it).
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 cd "$ROOT"
 
 cargo build --release
+bash scripts/pgo.sh
 
 if pkg-config --exists mpich 2>/dev/null; then
     pc="$(pkg-config --variable=pcfiledir mpich)/mpich.pc"

@@ -64,6 +64,17 @@ pin_serial_hdf5() {
     fi
 }
 
+# The toolchain's llvm-profdata, for the profile-guided build of
+# libwmhcct.so (scripts/pgo.sh); without it the library is built plain.
+llvm_tools() {
+    command -v rustup >/dev/null 2>&1 || return 0
+    rustup component list --installed 2>/dev/null | grep -q '^llvm-tools' && return 0
+    echo "setup.sh: adding the rustup component llvm-tools"
+    rustup component add llvm-tools ||
+        echo "setup.sh: rustup component llvm-tools not added; libwmhcct.so will be built without profile-guided optimisation"
+}
+llvm_tools
+
 if [ ${#missing[@]} -eq 0 ] && [ ${#missing_opt[@]} -eq 0 ]; then
     pin_serial_hdf5
     echo "setup.sh: all packages present"

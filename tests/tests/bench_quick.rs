@@ -42,6 +42,19 @@ fn quick_benchmark_harness_runs_and_prints_its_tables() {
             "- floor (bursts): counting each call and handing it to a thread",
         ],
     );
+    // Cargo's plain build of the library, kept by scripts/pgo.sh: its rows
+    // and what the profile-guided build saves against it.
+    if root().join("target/pgo/plain/libwmhcct.so").is_file() {
+        assert_stdout_has(
+            &out,
+            &[
+                "| second@plain |",
+                "| second+inline@plain |",
+                "- profile-guided build (random): second adds ",
+                "- profile-guided build (bursts): second+inline adds ",
+            ],
+        );
+    }
 }
 
 /// `benches/mpi_poll.py --quick`: the MPI polling benchmark keeps working
@@ -87,6 +100,11 @@ fn unknown_benchmark_names_are_refused_with_the_accepted_ones() {
             "--modes",
             "second+elsewhere",
             "accepted: none, full, fp, first, second",
+        ),
+        (
+            "--modes",
+            "second@debug",
+            "each optionally with +inline or +thread, then optionally @plain",
         ),
         (
             "--floors",

@@ -1,0 +1,119 @@
+#!/usr/bin/env bash
+# Profile-guided build of libwmhcct.so (called by scripts/build.sh after
+# `cargo build --release`; docs/performance.md has the measurements).
+#
+#   1. build the tracer instrumented (-Cprofile-generate) in target/pgo/gen;
+#   2. run it under benches/alloc_stress.c in a few configurations (random
+#      order and bursts, the collector thread and inline, two threads,
+#      per-event sizes with a live set), a few seconds in all;
+#   3. merge the counts with the toolchain's llvm-profdata (rustup component
+#      llvm-tools, which scripts/setup.sh adds);
+#   4. build it again with -Cprofile-use in target/pgo/use and put it in
+#      place of target/release/libwmhcct.so.
+#
+# Step 4 writes the library through the file cargo keeps in
+# target/release/deps, which target/release/libwmhcct.so is a hard link of:
+# cargo links that file again at every build that finds the tracer up to
+# date, so the profile-guided library stays in place (and is what
+# `cargo test --release` tests) until the tracer's sources change and cargo
+# rebuilds it; scripts/build.sh then runs this again. The outcome is
+# written to target/pgo/status, which tests/tests/pgo_build.rs checks.
+#
+# WMHCCT_PGO=0 skips it (the library stays cargo's plain build). Without
+# llvm-profdata, or when a step fails, the plain build stays and one line
+# says why; the build itself does not fail for it.
+set -euo pipefail
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+cd "$ROOT"
+
+case "${WMHCCT_PGO:-1}" in
+    0 | 1) ;;
+    *) echo "pgo.sh: WMHCCT_PGO=\"$WMHCCT_PGO\" is not valid: expected 0 (skip) or 1 (default)" >&2
+       exit 2 ;;
+esac
+
+PGO=target/pgo
+STATUS=$PGO/status
+LIB=target/release/libwmhcct.so
+mkdir -p "$PGO"
+HOST=$(rustc -vV | sed -n 's/^host: //p')
+BUILT=$PGO/use/$HOST/release/libwmhcct.so
+
+# Writes the library in place of cargo's: through the hard link, both names,
+# one file (see above).
+install() {
+    cp -f "$1" target/release/deps/libwmhcct.so
+    cmp -s "$1" "$LIB" || cp -f "$1" "$LIB"
+}
+sum() { cksum <"$1" | cut -d' ' -f1; }
+
+# Cargo's plain build, kept for benches/run.py's `second@plain` row; when
+# the library in place is still this script's earlier output, cargo did
+# not rebuild it and the copy kept then is the plain one.
+if [ -f "$BUILT" ] && cmp -s "$BUILT" "$LIB"; then
+    ours=1
+else
+    ours=0
+    mkdir -p "$PGO/plain"
+    cp -f "$LIB" "$PGO/plain/libwmhcct.so"
+fi
+
+plain() {
+    if [ "$ours" = 1 ] && [ -f "$PGO/plain/libwmhcct.so" ]; then
+        install "$PGO/plain/libwmhcct.so"
+    fi
+    echo "plain: $*" >"$STATUS"
+    echo "pgo.sh: libwmhcct.so left without profile-guided optimisation: $*" >&2
+    exit 0
+}
+
+[ "${WMHCCT_PGO:-1}" = 0 ] && plain "WMHCCT_PGO=0"
+
+# Up to date: the library in place is this script's output for these
+# sources and this script.
+stamp() { echo "profile-guided: $(sum "$LIB") $(sum scripts/pgo.sh)"; }
+if [ "$ours" = 1 ] && [ -f "$STATUS" ] && [ "$(cat "$STATUS")" = "$(stamp)" ]; then
+    echo "pgo.sh: target/release/libwmhcct.so is up to date (profile-guided)"
+    exit 0
+fi
+
+PROFDATA="$(rustc --print sysroot)/lib/rustlib/$HOST/bin/llvm-profdata"
+[ -x "$PROFDATA" ] || plain "no llvm-profdata in the toolchain (rustup component add llvm-tools)"
+
+# An explicit --target keeps RUSTFLAGS off build scripts and proc macros.
+build() { # target-dir rustflag
+    RUSTFLAGS="${RUSTFLAGS:-} $2" cargo build --release -q -p wmhcct-interpose \
+        --target "$HOST" --target-dir "$PGO/$1"
+}
+
+rm -rf "$PGO/profraw" "$PGO/train"
+mkdir -p "$PGO/profraw" "$PGO/train"
+build gen "-Cprofile-generate=$ROOT/$PGO/profraw" || plain "the instrumented build failed"
+cc -O2 -g -o "$PGO/alloc_stress" benches/alloc_stress.c -lm -lpthread ||
+    plain "benches/alloc_stress.c did not compile"
+
+# The training runs: one line each, the stress program's arguments, with
+# WMHCCT_COLLECTOR for that run (auto: the default).
+train() { # collector args...
+    local collector=$1
+    shift
+    env -u LD_PRELOAD WMHCCT_COLLECTOR="$collector" WMHCCT_OUT="$PGO/train/r.h5" \
+        WMHCCT_BIN="$ROOT/target/release/wmhcct" \
+        LD_PRELOAD="$ROOT/$PGO/gen/$HOST/release/libwmhcct.so" \
+        "$PGO/alloc_stress" --depth 30 --contexts 10000 --zipf 1.0 "$@" >/dev/null 2>"$PGO/train/stderr" ||
+        plain "a training run failed: $(head -n 1 "$PGO/train/stderr")"
+}
+train auto --events 1000000 --order random
+train auto --events 1000000 --order bursts
+train inline --events 500000 --order random
+train inline --events 500000 --order bursts
+train auto --events 500000 --order random --threads 2
+train auto --events 500000 --order random --sizes random --free live:1000
+
+"$PROFDATA" merge -o "$PGO/wmhcct.profdata" "$PGO"/profraw/*.profraw ||
+    plain "llvm-profdata merge failed"
+build use "-Cprofile-use=$ROOT/$PGO/wmhcct.profdata" || plain "the profile-guided build failed"
+
+install "$BUILT"
+stamp >"$STATUS"
+echo "pgo.sh: target/release/libwmhcct.so built with profile-guided optimisation"
