@@ -5,7 +5,8 @@
 #   1. build the tracer instrumented (-Cprofile-generate) in target/pgo/gen;
 #   2. run it under benches/alloc_stress.c in a few configurations (random
 #      order and bursts, the collector thread and inline, two threads,
-#      per-event sizes with a live set), a few seconds in all;
+#      per-event sizes with a live set, the other unwind modes) and under
+#      benches/mpi_poll.c on 2 ranks, ten seconds or so in all;
 #   3. merge the counts with the toolchain's llvm-profdata (rustup component
 #      llvm-tools, which scripts/setup.sh adds);
 #   4. build it again with -Cprofile-use in target/pgo/use and put it in
@@ -93,22 +94,45 @@ cc -O2 -g -o "$PGO/alloc_stress" benches/alloc_stress.c -lm -lpthread ||
     plain "benches/alloc_stress.c did not compile"
 
 # The training runs: one line each, the stress program's arguments, with
-# WMHCCT_COLLECTOR for that run (auto: the default).
-train() { # collector args...
-    local collector=$1
-    shift
-    env -u LD_PRELOAD WMHCCT_COLLECTOR="$collector" WMHCCT_OUT="$PGO/train/r.h5" \
-        WMHCCT_BIN="$ROOT/target/release/wmhcct" \
-        LD_PRELOAD="$ROOT/$PGO/gen/$HOST/release/libwmhcct.so" \
+# the tracer's settings for that run (WMHCCT_COLLECTOR=auto and
+# WMHCCT_UNWIND=second are the defaults). The default mode gets most of the
+# events; the other modes run too, so that the compiler does not take their
+# code for cold.
+GEN_LIB=$ROOT/$PGO/gen/$HOST/release/libwmhcct.so
+train() { # collector unwind args...
+    local collector=$1 unwind=$2
+    shift 2
+    env -u LD_PRELOAD WMHCCT_COLLECTOR="$collector" WMHCCT_UNWIND="$unwind" \
+        WMHCCT_OUT="$PGO/train/r.h5" WMHCCT_BIN="$ROOT/target/release/wmhcct" LD_PRELOAD="$GEN_LIB" \
         "$PGO/alloc_stress" --depth 30 --contexts 10000 --zipf 1.0 "$@" >/dev/null 2>"$PGO/train/stderr" ||
         plain "a training run failed: $(head -n 1 "$PGO/train/stderr")"
 }
-train auto --events 1000000 --order random
-train auto --events 1000000 --order bursts
-train inline --events 500000 --order random
-train inline --events 500000 --order bursts
-train auto --events 500000 --order random --threads 2
-train auto --events 500000 --order random --sizes random --free live:1000
+train auto second --events 1000000 --order random
+train auto second --events 1000000 --order bursts
+train inline second --events 500000 --order random
+train inline second --events 500000 --order bursts
+train auto second --events 500000 --order random --threads 2
+train auto second --events 500000 --order random --sizes random --free live:1000
+train auto first --events 200000 --order random
+train auto full --events 100000 --order random
+train auto fp --events 100000 --order random
+train auto none --events 200000 --order random
+
+# MPI calls (benches/mpi_poll.c on 2 ranks: MPI_Test in a progress loop,
+# then nonblocking exchanges), where Open MPI is installed.
+if command -v mpicc >/dev/null 2>&1 && command -v mpirun >/dev/null 2>&1 &&
+    mpicc -O2 -g -o "$PGO/mpi_poll" benches/mpi_poll.c 2>"$PGO/train/stderr"; then
+    for unwind in second full; do
+        env -u LD_PRELOAD OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 \
+            WMHCCT_UNWIND=$unwind WMHCCT_OUT="$PGO/train/mpi.h5" WMHCCT_BIN="$ROOT/target/release/wmhcct" \
+            WMHCCT_MPI_LIB="$ROOT/target/release/libwmhcct_mpi.so" \
+            mpirun -np 2 --oversubscribe -x LD_PRELOAD="$GEN_LIB" -x WMHCCT_UNWIND -x WMHCCT_OUT -x WMHCCT_BIN \
+            -x WMHCCT_MPI_LIB "$PGO/mpi_poll" 1000000 20000 >/dev/null 2>"$PGO/train/stderr" ||
+            plain "the MPI training run failed: $(head -n 1 "$PGO/train/stderr")"
+    done
+else
+    echo "pgo.sh: no MPI training run (mpicc or mpirun missing, or mpi_poll.c did not compile)"
+fi
 
 "$PROFDATA" merge -o "$PGO/wmhcct.profdata" "$PGO"/profraw/*.profraw ||
     plain "llvm-profdata merge failed"
