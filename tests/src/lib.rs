@@ -31,7 +31,7 @@ fn built(var: &str, name: &str) -> PathBuf {
     };
     assert!(
         p.is_file(),
-        "{} is missing (from {}): run cargo build --release first",
+        "{} is missing (from {}): run scripts/build.sh first",
         p.display(),
         if std::env::var_os(var).is_some() {
             var
