@@ -117,7 +117,7 @@ def traced_run(args, mode, tmp, tag, extra_env=None):
     # placement forced; a plain mode runs with the default placement (auto).
     # "<mode>@plain": with cargo's plain build of the library instead of the
     # profile-guided one (scripts/pgo.sh).
-    mode, at, build = mode.partition("@")
+    mode, _, build = mode.partition("@")
     unwind, _, placement = mode.partition("+")
     env = dict(clean_env(), LD_PRELOAD=PLAIN_LIB if build == "plain" else LIB, WMHCCT_UNWIND=unwind,
                WMHCCT_OUT=rep, WMHCCT_BIN=BIN)
