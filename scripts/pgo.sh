@@ -5,7 +5,8 @@
 #   1. build the tracer instrumented (-Cprofile-generate) in target/pgo/gen;
 #   2. run it under benches/alloc_stress.c in a few configurations (random
 #      order and bursts, the collector thread and inline, two threads,
-#      per-event sizes with a live set, the other unwind modes) and under
+#      per-event sizes with a live set, the other unwind modes, more contexts
+#      than the summary's counters) and under
 #      benches/mpi_poll.c on 2 ranks, ten seconds or so in all;
 #   3. merge the counts with the toolchain's llvm-profdata (rustup component
 #      llvm-tools, which scripts/setup.sh adds);
@@ -117,6 +118,9 @@ train auto first --events 200000 --order random
 train auto full --events 100000 --order random
 train auto fp --events 100000 --order random
 train auto none --events 200000 --order random
+# More contexts than the summary has counters: evictions, as in large codes.
+train auto second --events 300000 --order random --contexts 100000 --zipf 0.5
+train inline second --events 300000 --order random --contexts 100000 --zipf 0.5
 
 # MPI calls (benches/mpi_poll.c on 2 ranks: MPI_Test in a progress loop,
 # then nonblocking exchanges), where Open MPI is installed.
