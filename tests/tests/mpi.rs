@@ -803,8 +803,14 @@ fn a_ranks_forked_child_writes_its_own_report() {
 /// traced run never makes), and the events are recorded inline (a collector
 /// thread is one more thread in hwloc's walk of the process's threads
 /// during `MPI_Init`: 3 more malloc/free pairs, which the tracer counts).
-/// The program's own MPI use is one barrier (`mpi_singleton.c`); Open MPI's
-/// own threads may shift a call or two between runs: three tries.
+/// The program's own MPI use is one barrier (`mpi_singleton.c`). Open MPI's
+/// own threads (PMIx's progress thread) may make a call or two on either
+/// side of the instant both runs count at, so the count differs between
+/// untraced runs too: on an idle machine (malloc, realloc, free) were
+/// 19274 / 4247 / 11322, in a fresh-clone suite run three untraced runs in
+/// a row gave 19273 / 4248 / 11321 and the traced ones 19273 / 4247 /
+/// 11321. So the traced totals must equal, call for call, the count of one
+/// of up to five untraced runs, which alternate with the traced ones.
 #[test]
 fn a_singletons_totals_equal_an_independent_count() {
     let work = workdir("singleton-count");
@@ -833,7 +839,9 @@ fn a_singletons_totals_equal_an_independent_count() {
     };
     let h5 = dir.join("singleton.h5");
     let mut tries = Vec::new();
-    for _ in 0..3 {
+    let mut untraced: Vec<Vec<(String, u64)>> = Vec::new();
+    let mut traced_totals: Vec<Vec<(String, u64)>> = Vec::new();
+    for _ in 0..5 {
         let plain = singleton(&[("LD_PRELOAD", shim.as_os_str())]);
         let counted: Vec<(String, u64)> = plain
             .stderr
@@ -856,10 +864,12 @@ fn a_singletons_totals_equal_an_independent_count() {
             .iter()
             .map(|(f, _)| (f.clone(), total_count(&r, f)))
             .collect();
-        if reported == counted {
+        tries.push(format!("counted  {counted:?}\nreported {reported:?}"));
+        untraced.push(counted);
+        traced_totals.push(reported);
+        if traced_totals.iter().any(|t| untraced.contains(t)) {
             return;
         }
-        tries.push(format!("counted  {counted:?}\nreported {reported:?}"));
     }
     panic!(
         "the report's totals differ from the calls counted untraced:\n{}",
