@@ -838,7 +838,6 @@ fn a_singletons_totals_equal_an_independent_count() {
         out
     };
     let h5 = dir.join("singleton.h5");
-    let mut tries = Vec::new();
     let mut untraced: Vec<Vec<(String, u64)>> = Vec::new();
     let mut traced_totals: Vec<Vec<(String, u64)>> = Vec::new();
     for _ in 0..5 {
@@ -864,13 +863,17 @@ fn a_singletons_totals_equal_an_independent_count() {
             .iter()
             .map(|(f, _)| (f.clone(), total_count(&r, f)))
             .collect();
-        tries.push(format!("counted  {counted:?}\nreported {reported:?}"));
         untraced.push(counted);
         traced_totals.push(reported);
         if traced_totals.iter().any(|t| untraced.contains(t)) {
             return;
         }
     }
+    let tries: Vec<String> = untraced
+        .iter()
+        .zip(&traced_totals)
+        .map(|(c, r)| format!("counted  {c:?}\nreported {r:?}"))
+        .collect();
     panic!(
         "the report's totals differ from the calls counted untraced:\n{}",
         tries.join("\n")
