@@ -82,10 +82,19 @@ fi
 PROFDATA="$(rustc --print sysroot)/lib/rustlib/$HOST/bin/llvm-profdata"
 [ -x "$PROFDATA" ] || plain "no llvm-profdata in the toolchain (rustup component add llvm-tools)"
 
-# An explicit --target keeps RUSTFLAGS off build scripts and proc macros.
+# An explicit --target keeps the flag off build scripts and proc macros.
+# The flag joins whatever rustflags cargo's configuration gives (setting
+# RUSTFLAGS would replace those, as for any cargo build, so that the two
+# builds would differ from cargo's in more than the profile); a RUSTFLAGS
+# of the caller's own, which replaces them anyway, gets the flag added.
 build() { # target-dir rustflag
-    RUSTFLAGS="${RUSTFLAGS:-} $2" cargo build --release -q -p wmhcct-interpose \
-        --target "$HOST" --target-dir "$PGO/$1"
+    if [ -n "${RUSTFLAGS:-}" ]; then
+        RUSTFLAGS="$RUSTFLAGS $2" cargo build --release -q -p wmhcct-interpose \
+            --target "$HOST" --target-dir "$PGO/$1"
+    else
+        cargo build --release -q -p wmhcct-interpose --config "target.$HOST.rustflags=[\"$2\"]" \
+            --target "$HOST" --target-dir "$PGO/$1"
+    fi
 }
 
 rm -rf "$PGO/profraw" "$PGO/train"

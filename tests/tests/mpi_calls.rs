@@ -146,3 +146,51 @@ fn every_mpi_call_kind_is_counted_exactly() {
     // MPI_Alloc_mem/MPI_Free_mem calls: no free of an unknown pointer.
     assert_eq!(r["heap"]["unknown_frees"], 0, "{}", r["heap"]);
 }
+
+/// Under `WMHCCT_UNWIND=fp` an MPI call's stack is taken from inside the
+/// tracer's wrapper: the tracer's own frames, built without frame pointers,
+/// are left by their CFI, and the program's frame-pointer chain goes on from
+/// there (`unwinder/src/fp.rs`, `FpAfterSkip`). Until 2026-11-28 the walk
+/// followed frame pointers from the capture point: right only while
+/// `.cargo/config.toml` forced frame pointers on the tracer, and the
+/// profile-guided build (`scripts/pgo.sh`, whose RUSTFLAGS replaced the
+/// config's flags) had none, so every MPI context in this mode was
+/// `(no frames)`.
+#[test]
+fn mpi_calls_keep_their_callers_under_frame_pointer_unwinding() {
+    let dir = WorkDir::new("mpi-calls-fp");
+    let exe = mpi_compile("mpicc", "mpi_calls.c", &dir.path, &[]);
+    let report = dir.join("calls.h5");
+    let out = launch(
+        Launcher::OpenMpi,
+        P as u32,
+        &exe,
+        &[],
+        &dir.path,
+        Some(&report),
+        &[("WMHCCT_UNWIND", "fp")],
+    );
+    assert_clean_job(&out, &report);
+    let r = report_json(&report);
+    assert_eq!(r["config"]["unwind"], "fp");
+    for (name, func) in [
+        ("MPI_Send", "point_to_point"),
+        ("MPI_Waitsome", "nonblocking"),
+        ("MPI_Reduce_scatter", "collectives"),
+        ("MPI_Alloc_mem", "alloc_mem_ctx"),
+    ] {
+        let c = contexts_with(&r, name, func);
+        assert!(
+            !c.is_empty(),
+            "no {name} context in {func}: {}",
+            summary(&r)
+        );
+        for c in c {
+            let names = stack_names(c);
+            assert!(
+                names.iter().any(|n| n == "main"),
+                "{name}: a stack down to main: {names:?}"
+            );
+        }
+    }
+}

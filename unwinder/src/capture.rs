@@ -3,7 +3,7 @@
 use std::ops::Range;
 
 use crate::dwarf::{DwarfSteps, StepCache};
-use crate::fp::FpSteps;
+use crate::fp::FpAfterSkip;
 use crate::frame::{common_root_len, same_return_addresses, Frame, Regs};
 use crate::heuristic::{walk, FrameBuf, HeuristicConfig, Policy, Walk, WalkInput};
 use crate::mode::Mode;
@@ -206,7 +206,15 @@ impl ThreadUnwinder {
                 let mut s = DwarfSteps::new(modules, &mut self.cache, regs);
                 walk(&mut s, &input, read, out)
             }
-            StepKind::Fp => walk(&mut FpSteps::new(regs), &input, read, out),
+            StepKind::Fp => {
+                let dwarf = DwarfSteps::new(modules, &mut self.cache, regs);
+                walk(
+                    &mut FpAfterSkip::new(dwarf, regs, input.skip.clone()),
+                    &input,
+                    read,
+                    out,
+                )
+            }
         };
         self.text = (modules.id(), w.text);
         w
@@ -363,8 +371,10 @@ impl ThreadUnwinder {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::fp::FpSteps;
     use crate::step::StepError;
-    use crate::synthetic::{fp_modules, CfiModule, CfiStack, FpStack, TRACER};
+    use crate::step::{Step, StepUnwinder};
+    use crate::synthetic::{fp_modules, CfiModule, CfiStack, FpStack, CFI_FUNCS, TRACER};
     use crate::ModuleData;
 
     /// The paper's heuristic as published (no check of reused frames).
@@ -436,6 +446,62 @@ mod tests {
         // Same stack again: everything unchanged.
         let c = cap(&mut t, &st, 1, false);
         assert_eq!(c.unchanged_root, 3);
+    }
+
+    /// `fp` mode from a capture point in the tracer's own code, which keeps
+    /// no frame pointers (here: hand-assembled CFI, bp untouched): DWARF
+    /// steps leave it, then the program's frame-pointer chain goes on from
+    /// the first frame outside. A frame-pointer walk from the capture point
+    /// would take the program's bp for the tracer's frame and lose the
+    /// program's leaf frame (the MPI wrappers' stacks until 2026-11-28).
+    #[test]
+    fn fp_mode_leaves_the_tracers_own_frames_by_their_cfi() {
+        let cm = CfiModule::new(true);
+        let mut modules = fp_modules();
+        modules.add(cm.data());
+        let own = cm.data().text;
+        // The program: A calls B calls C; C (at pc C_PC) calls the tracer.
+        const C_PC: u64 = 0x2220;
+        let app = FpStack::build_at(&[(A, 32), (B, 16)], C_PC);
+        let mut mem = app.mem.clone();
+        // The tracer: function 1 (CFA offset 40) calls function 3 (56),
+        // which holds the capture point.
+        let sp1 = app.regs.sp - CFI_FUNCS[1].1;
+        mem.insert(app.regs.sp - 8, C_PC);
+        mem.insert(sp1 - 8, cm.call_site(1));
+        let sp3 = sp1 - CFI_FUNCS[3].1;
+        let regs = Regs {
+            pc: cm.pc_in(3),
+            sp: sp3,
+            bp: app.regs.bp,
+            pc_is_return: false,
+        };
+        let mut read = |a: u64| mem.get(&a).copied().ok_or(());
+        for mode in [Mode::Fp, Mode::Second] {
+            let steps = if mode == Mode::Fp {
+                StepKind::Fp
+            } else {
+                StepKind::Dwarf
+            };
+            let mut t = ThreadUnwinder::with_steps(mode, checked(64), steps);
+            let c = t.capture(&modules, regs, own.clone(), &mut read, 0, true);
+            assert_eq!(t.frames(), app.expected(), "{mode:?}");
+            assert_eq!(c.validated, Some(true), "{mode:?}");
+            assert!(!c.error && !c.truncated, "{mode:?}: {:?}", t.last_stop());
+        }
+        // Without the lead-in (the frame-pointer chain from the capture
+        // point), the program's leaf frame C would be missing.
+        let mut fp = FpSteps::new(regs);
+        let first = match fp.step(&mut read) {
+            Step::Frame(f) => f.ra,
+            other => panic!("{other:?}"),
+        };
+        assert_eq!(first, B);
+        // The capture point outside the skip range (an export's caller):
+        // frame pointers from the start, as before.
+        let mut t = ThreadUnwinder::new(Mode::Fp, checked(64));
+        t.capture(&modules, app.regs, own, &mut app.reader(), 1, false);
+        assert_eq!(t.frames(), app.expected());
     }
 
     #[test]

@@ -60,6 +60,13 @@ impl<'a> DwarfSteps<'a> {
     }
 }
 
+impl DwarfSteps<'_> {
+    /// The frame pointer register after the steps taken so far.
+    pub(crate) fn bp(&self) -> u64 {
+        self.regs.bp
+    }
+}
+
 /// A step framehop takes itself (no learned rule, or one of the outcomes it
 /// reports): out of line, on framehop's register set, so that the walk's
 /// common steps keep their registers.

@@ -1,6 +1,9 @@
 //! Frame-pointer steps: `[bp]` is the caller's bp, `[bp + 8]` the return address, and the
 //! caller's stack pointer after the return is `bp + 16`.
 
+use std::ops::Range;
+
+use crate::dwarf::DwarfSteps;
 use crate::frame::{Frame, Regs};
 use crate::step::{ReadStack, Step, StepError, StepUnwinder};
 
@@ -49,6 +52,49 @@ impl StepUnwinder for FpSteps {
         self.bp = caller_bp;
         self.sp = new_sp;
         Step::Frame(Frame { ra, sp: new_sp })
+    }
+}
+
+/// The `fp` mode's steps from a capture point inside the skip range (the
+/// tracer's own code, e.g. an MPI wrapper's): DWARF steps out of the skipped
+/// frames, whose code need not keep frame pointers, then frame-pointer steps
+/// from the first frame outside, with the bp those steps restored (the
+/// program's). A capture point outside the range (an allocator export's
+/// caller) walks frame pointers from the start.
+pub(crate) struct FpAfterSkip<'a> {
+    lead_in: Option<DwarfSteps<'a>>,
+    skip: Range<u64>,
+    fp: FpSteps,
+}
+
+impl<'a> FpAfterSkip<'a> {
+    pub(crate) fn new(dwarf: DwarfSteps<'a>, regs: Regs, skip: Range<u64>) -> Self {
+        FpAfterSkip {
+            lead_in: skip.contains(&regs.pc).then_some(dwarf),
+            skip,
+            fp: FpSteps::new(regs),
+        }
+    }
+}
+
+impl StepUnwinder for FpAfterSkip<'_> {
+    fn step<R: ReadStack + ?Sized>(&mut self, read: &mut R) -> Step {
+        let Some(dwarf) = self.lead_in.as_mut() else {
+            return self.fp.step(read);
+        };
+        let step = dwarf.step(read);
+        match step {
+            Step::Frame(f) if !self.skip.contains(&f.ra) => {
+                self.fp = FpSteps {
+                    bp: dwarf.bp(),
+                    sp: f.sp,
+                };
+                self.lead_in = None;
+            }
+            Step::Frame(_) => {}
+            Step::End | Step::Failed(_) => self.lead_in = None,
+        }
+        step
     }
 }
 
