@@ -150,7 +150,7 @@ fn every_mpi_call_kind_is_counted_exactly() {
 /// Under `WMHCCT_UNWIND=fp` an MPI call's stack is taken from inside the
 /// tracer's wrapper: the tracer's own frames, built without frame pointers,
 /// are left by their CFI, and the program's frame-pointer chain goes on from
-/// there (`unwinder/src/fp.rs`, `FpAfterSkip`). Until 2026-11-28 the walk
+/// there (`unwinder/src/fp.rs`, `leave_skip`). Until 2026-11-28 the walk
 /// followed frame pointers from the capture point: right only while
 /// `.cargo/config.toml` forced frame pointers on the tracer, and the
 /// profile-guided build (`scripts/pgo.sh`, whose RUSTFLAGS replaced the

@@ -3,9 +3,9 @@
 use std::ops::Range;
 
 use crate::dwarf::{DwarfSteps, StepCache};
-use crate::fp::FpAfterSkip;
+use crate::fp::{leave_skip, FpSteps};
 use crate::frame::{common_root_len, same_return_addresses, Frame, Regs};
-use crate::heuristic::{walk, FrameBuf, HeuristicConfig, Policy, Walk, WalkInput};
+use crate::heuristic::{no_frames, walk, FrameBuf, HeuristicConfig, Policy, Walk, WalkInput};
 use crate::mode::Mode;
 use crate::modules::Modules;
 use crate::root_anchored::RootAnchored;
@@ -206,15 +206,25 @@ impl ThreadUnwinder {
                 let mut s = DwarfSteps::new(modules, &mut self.cache, regs);
                 walk(&mut s, &input, read, out)
             }
-            StepKind::Fp => {
+            StepKind::Fp if input.skip.contains(&regs.pc) => {
+                // From inside the skip range: the frame-pointer walk starts
+                // at the first frame outside (`fp::leave_skip`).
                 let dwarf = DwarfSteps::new(modules, &mut self.cache, regs);
-                walk(
-                    &mut FpAfterSkip::new(dwarf, regs, input.skip.clone()),
-                    &input,
-                    read,
-                    out,
-                )
+                match leave_skip(dwarf, modules, &input.skip, read) {
+                    Ok(regs) => {
+                        let input = WalkInput {
+                            first: Frame {
+                                ra: regs.pc,
+                                sp: regs.sp,
+                            },
+                            ..input
+                        };
+                        walk(&mut FpSteps::new(regs), &input, read, out)
+                    }
+                    Err(stop) => no_frames(stop, out),
+                }
             }
+            StepKind::Fp => walk(&mut FpSteps::new(regs), &input, read, out),
         };
         self.text = (modules.id(), w.text);
         w
@@ -371,7 +381,6 @@ impl ThreadUnwinder {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::fp::FpSteps;
     use crate::step::StepError;
     use crate::step::{Step, StepUnwinder};
     use crate::synthetic::{fp_modules, CfiModule, CfiStack, FpStack, CFI_FUNCS, TRACER};

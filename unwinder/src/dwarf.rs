@@ -58,9 +58,7 @@ impl<'a> DwarfSteps<'a> {
             },
         }
     }
-}
 
-impl DwarfSteps<'_> {
     /// The frame pointer register after the steps taken so far.
     pub(crate) fn bp(&self) -> u64 {
         self.regs.bp

@@ -5,7 +5,9 @@ use std::ops::Range;
 
 use crate::dwarf::DwarfSteps;
 use crate::frame::{Frame, Regs};
-use crate::step::{ReadStack, Step, StepError, StepUnwinder};
+use crate::heuristic::MAX_SKIPPED;
+use crate::modules::Modules;
+use crate::step::{ReadStack, Step, StepError, StepUnwinder, Stop};
 
 pub(crate) struct FpSteps {
     bp: u64,
@@ -55,47 +57,40 @@ impl StepUnwinder for FpSteps {
     }
 }
 
-/// The `fp` mode's steps from a capture point inside the skip range (the
-/// tracer's own code, e.g. an MPI wrapper's): DWARF steps out of the skipped
-/// frames, whose code need not keep frame pointers, then frame-pointer steps
-/// from the first frame outside, with the bp those steps restored (the
-/// program's). A capture point outside the range (an allocator export's
-/// caller) walks frame pointers from the start.
-pub(crate) struct FpAfterSkip<'a> {
-    lead_in: Option<DwarfSteps<'a>>,
-    skip: Range<u64>,
-    fp: FpSteps,
-}
-
-impl<'a> FpAfterSkip<'a> {
-    pub(crate) fn new(dwarf: DwarfSteps<'a>, regs: Regs, skip: Range<u64>) -> Self {
-        FpAfterSkip {
-            lead_in: skip.contains(&regs.pc).then_some(dwarf),
-            skip,
-            fp: FpSteps::new(regs),
-        }
-    }
-}
-
-impl StepUnwinder for FpAfterSkip<'_> {
-    fn step<R: ReadStack + ?Sized>(&mut self, read: &mut R) -> Step {
-        let Some(dwarf) = self.lead_in.as_mut() else {
-            return self.fp.step(read);
-        };
-        let step = dwarf.step(read);
-        match step {
-            Step::Frame(f) if !self.skip.contains(&f.ra) => {
-                self.fp = FpSteps {
-                    bp: dwarf.bp(),
-                    sp: f.sp,
-                };
-                self.lead_in = None;
+/// The `fp` mode's start from a capture point inside the skip range (the
+/// tracer's own code, e.g. an MPI wrapper's), whose code need not keep
+/// frame pointers: DWARF steps out of the skipped frames give the first
+/// frame outside, with the bp those steps restored (the program's), where
+/// the frame-pointer walk starts. `Err`: how the stack ends before such a
+/// frame, as the walk would end it (a separate lead-in rather than a
+/// stepper that switches kind: the switch, tested at every step, and the
+/// walk's state out of its registers cost ~1 ns per frame).
+pub(crate) fn leave_skip<R: ReadStack + ?Sized>(
+    mut dwarf: DwarfSteps<'_>,
+    modules: &Modules,
+    skip: &Range<u64>,
+    read: &mut R,
+) -> Result<Regs, Stop> {
+    for _ in 0..MAX_SKIPPED {
+        match dwarf.step(read) {
+            Step::Frame(f) if modules.is_stack_root(f.ra) => return Err(Stop::Complete),
+            Step::Frame(f) if skip.contains(&f.ra) => {}
+            Step::Frame(f) if modules.text_of(f.ra).is_none() => {
+                return Err(Stop::OutsideModules(f.ra))
             }
-            Step::Frame(_) => {}
-            Step::End | Step::Failed(_) => self.lead_in = None,
+            Step::Frame(f) => {
+                return Ok(Regs {
+                    pc: f.ra,
+                    sp: f.sp,
+                    bp: dwarf.bp(),
+                    pc_is_return: true,
+                })
+            }
+            Step::End => return Err(Stop::Complete),
+            Step::Failed(e) => return Err(Stop::Failed(e)),
         }
-        step
     }
+    Err(Stop::Failed(StepError::TooManySkipped(MAX_SKIPPED)))
 }
 
 #[cfg(test)]

@@ -355,6 +355,18 @@ fn outside_first(input: &WalkInput<'_>, out: &mut FrameBuf) -> Walk {
     }
 }
 
+/// A walk that ended with `stop` before its first frame (`fp::leave_skip`).
+pub(crate) fn no_frames(stop: Stop, out: &mut FrameBuf) -> Walk {
+    out.len = 0;
+    Walk {
+        unwound: 0,
+        reused: 0,
+        stop,
+        matched: 0,
+        text: (0, 0),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
