@@ -206,25 +206,7 @@ impl ThreadUnwinder {
                 let mut s = DwarfSteps::new(modules, &mut self.cache, regs);
                 walk(&mut s, &input, read, out)
             }
-            StepKind::Fp if input.skip.contains(&regs.pc) => {
-                // From inside the skip range: the frame-pointer walk starts
-                // at the first frame outside (`fp::leave_skip`).
-                let dwarf = DwarfSteps::new(modules, &mut self.cache, regs);
-                match leave_skip(dwarf, modules, &input.skip, read) {
-                    Ok(regs) => {
-                        let input = WalkInput {
-                            first: Frame {
-                                ra: regs.pc,
-                                sp: regs.sp,
-                            },
-                            ..input
-                        };
-                        walk(&mut FpSteps::new(regs), &input, read, out)
-                    }
-                    Err(stop) => no_frames(stop, out),
-                }
-            }
-            StepKind::Fp => walk(&mut FpSteps::new(regs), &input, read, out),
+            StepKind::Fp => fp_walk(modules, &mut self.cache, regs, input, read, out),
         };
         self.text = (modules.id(), w.text);
         w
@@ -375,6 +357,37 @@ impl ThreadUnwinder {
             error,
             validated,
         }
+    }
+}
+
+/// The `fp` mode's walk. From inside the skip range it starts at the first
+/// frame outside (`fp::leave_skip`). Out of line, so that the default
+/// path's walk is the only one in `ThreadUnwinder::run`.
+#[inline(never)]
+fn fp_walk<R: ReadStack + ?Sized>(
+    modules: &Modules,
+    cache: &mut StepCache,
+    regs: Regs,
+    input: WalkInput<'_>,
+    read: &mut R,
+    out: &mut FrameBuf,
+) -> Walk {
+    if !input.skip.contains(&regs.pc) {
+        return walk(&mut FpSteps::new(regs), &input, read, out);
+    }
+    let dwarf = DwarfSteps::new(modules, cache, regs);
+    match leave_skip(dwarf, modules, &input.skip, read) {
+        Ok(regs) => {
+            let input = WalkInput {
+                first: Frame {
+                    ra: regs.pc,
+                    sp: regs.sp,
+                },
+                ..input
+            };
+            walk(&mut FpSteps::new(regs), &input, read, out)
+        }
+        Err(stop) => no_frames(stop, out),
     }
 }
 

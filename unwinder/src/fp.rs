@@ -64,7 +64,10 @@ impl StepUnwinder for FpSteps {
 /// the frame-pointer walk starts. `Err`: how the stack ends before such a
 /// frame, as the walk would end it (a separate lead-in rather than a
 /// stepper that switches kind: the switch, tested at every step, and the
-/// walk's state out of its registers cost ~1 ns per frame).
+/// walk's state out of its registers cost ~1 ns per frame). Cold and out
+/// of line, as `capture::fp_walk` is: the default mode never takes it.
+#[cold]
+#[inline(never)]
 pub(crate) fn leave_skip<R: ReadStack + ?Sized>(
     mut dwarf: DwarfSteps<'_>,
     modules: &Modules,
