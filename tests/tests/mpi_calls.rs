@@ -8,6 +8,8 @@
 
 mod mpi_common;
 
+use std::path::PathBuf;
+
 use mpi_common::*;
 use wmhcct_e2e::*;
 
@@ -57,9 +59,11 @@ fn expected() -> Vec<Row> {
     ]
 }
 
-#[test]
-fn every_mpi_call_kind_is_counted_exactly() {
-    let dir = WorkDir::new("mpi-calls");
+/// tests/programs/mpi_calls.c built and run traced on `P` ranks with `env`
+/// in a work directory named `name`; the job is clean. Returns the
+/// directory (removed when dropped after a pass), the report and the run.
+fn calls_job(name: &str, env: &[(&str, &str)]) -> (WorkDir, PathBuf, Output) {
+    let dir = WorkDir::new(name);
     let exe = mpi_compile("mpicc", "mpi_calls.c", &dir.path, &[]);
     let report = dir.join("calls.h5");
     let out = launch(
@@ -69,9 +73,15 @@ fn every_mpi_call_kind_is_counted_exactly() {
         &[],
         &dir.path,
         Some(&report),
-        &[],
+        env,
     );
     assert_clean_job(&out, &report);
+    (dir, report, out)
+}
+
+#[test]
+fn every_mpi_call_kind_is_counted_exactly() {
+    let (dir, report, out) = calls_job("mpi-calls", &[]);
     assert!(
         out.stdout.contains(&format!("mpi_calls done on {P} ranks")),
         "{}",
@@ -158,19 +168,7 @@ fn every_mpi_call_kind_is_counted_exactly() {
 /// `(no frames)`.
 #[test]
 fn mpi_calls_keep_their_callers_under_frame_pointer_unwinding() {
-    let dir = WorkDir::new("mpi-calls-fp");
-    let exe = mpi_compile("mpicc", "mpi_calls.c", &dir.path, &[]);
-    let report = dir.join("calls.h5");
-    let out = launch(
-        Launcher::OpenMpi,
-        P as u32,
-        &exe,
-        &[],
-        &dir.path,
-        Some(&report),
-        &[("WMHCCT_UNWIND", "fp")],
-    );
-    assert_clean_job(&out, &report);
+    let (_dir, report, _) = calls_job("mpi-calls-fp", &[("WMHCCT_UNWIND", "fp")]);
     let r = report_json(&report);
     assert_eq!(r["config"]["unwind"], "fp");
     for (name, func) in [
