@@ -88,13 +88,13 @@ PROFDATA="$(rustc --print sysroot)/lib/rustlib/$HOST/bin/llvm-profdata"
 # builds would differ from cargo's in more than the profile); a RUSTFLAGS
 # of the caller's own, which replaces them anyway, gets the flag added.
 build() { # target-dir rustflag
+    local flag=(--config "target.$HOST.rustflags=[\"$2\"]")
     if [ -n "${RUSTFLAGS:-}" ]; then
-        RUSTFLAGS="$RUSTFLAGS $2" cargo build --release -q -p wmhcct-interpose \
-            --target "$HOST" --target-dir "$PGO/$1"
-    else
-        cargo build --release -q -p wmhcct-interpose --config "target.$HOST.rustflags=[\"$2\"]" \
-            --target "$HOST" --target-dir "$PGO/$1"
+        flag=()
+        local RUSTFLAGS="$RUSTFLAGS $2"
+        export RUSTFLAGS
     fi
+    cargo build --release -q -p wmhcct-interpose "${flag[@]}" --target "$HOST" --target-dir "$PGO/$1"
 }
 
 rm -rf "$PGO/profraw" "$PGO/train"
