@@ -83,10 +83,12 @@ PROFDATA="$(rustc --print sysroot)/lib/rustlib/$HOST/bin/llvm-profdata"
 [ -x "$PROFDATA" ] || plain "no llvm-profdata in the toolchain (rustup component add llvm-tools)"
 
 # An explicit --target keeps the flag off build scripts and proc macros.
-# The flag joins whatever rustflags cargo's configuration gives (setting
-# RUSTFLAGS would replace those, as for any cargo build, so that the two
-# builds would differ from cargo's in more than the profile); a RUSTFLAGS
-# of the caller's own, which replaces them anyway, gets the flag added.
+# The flag joins the configured target.<host>.rustflags, the ones this
+# repository would use (setting RUSTFLAGS would replace them, as for any
+# cargo build, so that the two builds would differ from cargo's in more
+# than the profile). A configured build.rustflags is the exception: cargo
+# ignores it once a target's rustflags are set. A RUSTFLAGS of the
+# caller's own, which replaces all of them anyway, gets the flag added.
 build() { # target-dir rustflag
     local flag=(--config "target.$HOST.rustflags=[\"$2\"]")
     if [ -n "${RUSTFLAGS:-}" ]; then
